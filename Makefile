@@ -1,0 +1,51 @@
+# minicompile: build / test entry points.  `make demo`, `make test`, `make bench`.
+
+# Base interpreter: python3.11 if it runs, else python3.
+PY      ?= $(shell python3.11 -c "import sys" >/dev/null 2>&1 && echo python3.11 || echo python3)
+VENV    ?= .venv
+PYTHON  := $(VENV)/bin/python
+FINDPY  := bash .ci/find_python.sh
+# Extra interpreters on which the bytecode-capture tests also run.
+CAPTURE_VERSIONS ?= 3.12 3.13
+CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
+
+# $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
+mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
+
+.PHONY: demo test bench clean $(CAPTURES)
+
+# Main venv (file target).
+$(PYTHON):
+	$(call mkvenv,$(PY),$(VENV))
+
+# .venv312/bin/python, .venv313/bin/python (file targets); fail if no interpreter.
+.venv3%/bin/python:
+	py="$$($(FINDPY) 3.$*)"; [ -n "$$py" ] || { echo "no working python3.$* found" >&2; exit 1; }; \
+	$(call mkvenv,$$py,.venv3$*)
+
+demo: $(PYTHON)
+	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) -m minicompile demo
+
+# Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found.
+test: $(PYTHON)
+	$(PYTHON) -m pip install -q -e '.[dev]'
+	$(PYTHON) -m pytest
+	@$(MAKE) --no-print-directory $(CAPTURES)
+
+# capture-3.12 etc.: one "skipped" line if no interpreter; pytest exit 5 (nothing collected) is OK.
+$(CAPTURES): capture-%:
+	@py="$$($(FINDPY) $*)"; venv=.venv$(subst .,,$*); \
+	if [ -z "$$py" ]; then echo "python$* not found: capture tests for $* skipped"; exit 0; fi; \
+	set -ex; \
+	[ -x $$venv/bin/python ] || { $(call mkvenv,$$py,$$venv); }; \
+	$$venv/bin/python -m pip install -q -e '.[dev]'; \
+	$$venv/bin/python -m pytest -m capture tests || [ $$? -eq 5 ]
+
+bench: $(PYTHON)
+	$(PYTHON) -m pip install -q -e .
+	$(PYTHON) -m minicompile bench
+
+clean:
+	rm -rf .venv .venv312 .venv313 build dist *.egg-info .pytest_cache .hypothesis .minicompile_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

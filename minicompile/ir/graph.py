@@ -1,0 +1,213 @@
+"""``Graph`` and ``Node``: the IR every stage hands to the next (our torch.fx).
+
+A graph is a list of nodes in topological order:
+
+* ``placeholder`` — one per input array, named after the user's variable;
+* ``call``        — an op from the registry (:mod:`minicompile.ir.ops`) applied
+  to earlier nodes and Python constants; its ``args`` hold every parameter of
+  the op's signature, in order, already canonicalized;
+* ``output``      — the tuple of nodes the graph returns.
+
+Every placeholder and call node carries :class:`TensorMeta` (shape, dtype),
+computed by the op's meta rule when the node is created, so a graph that
+exists is a graph NumPy would accept.  A graph prints as readable Python and
+is itself callable: it runs its nodes through NumPy, which makes it both the
+``eager`` backend and the oracle the compiled backends are tested against.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from . import dtypes as dt
+from .ops import OpDef, TensorMeta, get_op
+
+
+class Node:
+    __slots__ = ("name", "kind", "op", "args", "meta")
+
+    def __init__(self, name: str, kind: str, op: OpDef | None, args: tuple, meta: TensorMeta | None):
+        self.name = name
+        self.kind = kind  # "placeholder" | "call" | "output"
+        self.op = op
+        self.args = args
+        self.meta = meta
+
+    @property
+    def inputs(self) -> list["Node"]:
+        """The nodes this node reads, in argument order (nested tuples included)."""
+        return [a for a in _flatten(self.args) if isinstance(a, Node)]
+
+    def arg(self, name: str) -> Any:
+        """An argument of a call node by its parameter name."""
+        assert self.op is not None
+        return self.args[self.op.param_names.index(name)]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.meta.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.meta.dtype
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+def _flatten(values: Iterable) -> Iterable:
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            yield from _flatten(v)
+        else:
+            yield v
+
+
+def _map_nodes(value: Any, fn) -> Any:
+    if isinstance(value, Node):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(_map_nodes(v, fn) for v in value)
+    if isinstance(value, list):
+        return [_map_nodes(v, fn) for v in value]
+    return value
+
+
+class Graph:
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()
+
+    # -- building ----------------------------------------------------------
+
+    def _unique(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base).strip("_") or "v"
+        if base[0].isdigit():
+            base = "v_" + base
+        name, i = base, 0
+        while name in self._names:
+            i += 1
+            name = f"{base}_{i}"
+        self._names.add(name)
+        return name
+
+    def placeholder(self, name: str, meta: TensorMeta) -> Node:
+        dt.check_supported(meta.dtype)
+        node = Node(self._unique(name), "placeholder", None, (), TensorMeta(tuple(meta.shape), np.dtype(meta.dtype)))
+        self.nodes.append(node)
+        return node
+
+    def call(self, op_name: str, *args: Any, **kwargs: Any) -> Node:
+        """Add ``op(*args, **kwargs)``; raises what NumPy would raise on bad input."""
+        op = get_op(op_name)
+        bound = op.bind(args, kwargs)
+        as_meta = {k: _map_nodes(v, lambda n: n.meta) for k, v in bound.items()}
+        if op.canonicalize is not None:
+            canonical = op.canonicalize(as_meta)
+            # canonicalize rewrites only Python-valued parameters; keep the nodes.
+            bound = {k: (bound[k] if _has_node(bound[k]) else canonical[k]) for k in bound}
+            as_meta = canonical
+        meta = op.meta(**as_meta)
+        node = Node(self._unique(op.name), "call", op, tuple(bound.values()), meta)
+        self.nodes.append(node)
+        return node
+
+    def output(self, results: Sequence[Node]) -> Node:
+        node = Node("output", "output", None, tuple(results), None)
+        self.nodes.append(node)
+        return node
+
+    # -- reading -----------------------------------------------------------
+
+    @property
+    def placeholders(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "placeholder"]
+
+    @property
+    def calls(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "call"]
+
+    @property
+    def output_node(self) -> Node:
+        assert self.nodes and self.nodes[-1].kind == "output", "graph has no output node"
+        return self.nodes[-1]
+
+    @property
+    def outputs(self) -> tuple[Node, ...]:
+        return self.output_node.args
+
+    def users(self) -> dict[Node, list[Node]]:
+        table: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs:
+                table[i].append(n)
+        return table
+
+    def op_count(self) -> int:
+        return len(self.calls)
+
+    # -- running -----------------------------------------------------------
+
+    def __call__(self, *inputs: Any) -> tuple:
+        """Run the graph through the NumPy reference implementations."""
+        ph = self.placeholders
+        if len(inputs) != len(ph):
+            raise TypeError(f"graph takes {len(ph)} inputs, got {len(inputs)}")
+        env: dict[Node, Any] = dict(zip(ph, inputs))
+        for node in self.nodes:
+            if node.kind == "call":
+                env[node] = node.op.impl(*_map_nodes(node.args, env.__getitem__))
+        return tuple(env[n] for n in self.outputs)
+
+    # -- printing ----------------------------------------------------------
+
+    def python_code(self, name: str = "graph") -> str:
+        header = ", ".join(f'{p.name}: "{p.meta}"' for p in self.placeholders)
+        lines = [f"def {name}({header}):"]
+        for node in self.calls:
+            lines.append(f"    {node.name} = {format_call(node)}  # {node.meta}")
+        lines.append(f"    return {format_value(tuple(self.outputs))}")
+        return "\n".join(lines)
+
+    __str__ = python_code
+
+    def __repr__(self) -> str:
+        return f"<Graph {len(self.placeholders)} inputs, {self.op_count()} ops>"
+
+
+def _has_node(value: Any) -> bool:
+    return any(isinstance(v, Node) for v in _flatten((value,)))
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, Node):
+        return value.name
+    if isinstance(value, np.dtype):
+        return f"np.{value.name}"
+    if isinstance(value, np.generic):
+        return f"np.{value.dtype.name}({value.item()!r})"
+    if isinstance(value, tuple):
+        inner = ", ".join(format_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
+def format_call(node: Node) -> str:
+    """``np.sum(x, axis=(1,))``: positional for arrays, keywords when not default."""
+    params = node.op.signature.parameters
+    parts = []
+    for (pname, param), value in zip(params.items(), node.args):
+        if param.default is param.empty:
+            parts.append(format_value(value))
+        elif not (value is param.default or (not isinstance(value, Node) and _eq(value, param.default))):
+            parts.append(f"{pname}={format_value(value)}")
+    return f"np.{node.op.name}({', '.join(parts)})"
+
+
+def _eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return False

@@ -1,0 +1,60 @@
+"""Artifact logging, switched on per artifact with ``MINICOMPILE_LOGS``.
+
+``MINICOMPILE_LOGS=graph,guards,recompiles,graph_breaks,bytecode,output_code``
+prints each artifact to stderr as the stage that produces it finishes, the way
+``TORCH_LOGS`` does for torch.compile.  ``MINICOMPILE_LOGS=all`` turns on all.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+ARTIFACTS = (
+    "graph",         # the captured ir.Graph, printed as Python
+    "guards",        # the guard function of each cache entry
+    "recompiles",    # which guard failed and why a function is compiled again
+    "graph_breaks",  # where capture stopped and why
+    "bytecode",      # the function's bytecode as the interpreter reads it
+    "schedule",      # the fused kernels chosen by the inductor scheduler
+    "output_code",   # generated kernels and wrapper
+)
+
+
+def _parse(spec: str) -> set[str]:
+    names = {part.strip() for part in spec.split(",") if part.strip()}
+    if "all" in names:
+        return set(ARTIFACTS)
+    unknown = names - set(ARTIFACTS)
+    if unknown:
+        print(
+            f"minicompile: unknown MINICOMPILE_LOGS entries {sorted(unknown)}; "
+            f"known: {', '.join(ARTIFACTS)}",
+            file=sys.stderr,
+        )
+    return names & set(ARTIFACTS)
+
+
+_enabled: set[str] = _parse(os.environ.get("MINICOMPILE_LOGS", ""))
+
+
+def set_logs(spec: str) -> None:
+    """Replace the enabled artifacts, e.g. ``set_logs("graph,guards")``."""
+    global _enabled
+    _enabled = _parse(spec)
+
+
+def enabled(artifact: str) -> bool:
+    return artifact in _enabled
+
+
+def log(artifact: str, text: str | Callable[[], str]) -> None:
+    """Print ``text`` under a banner if ``artifact`` is switched on.
+
+    ``text`` may be a zero-argument callable so that expensive printing only
+    happens when somebody asked for it.
+    """
+    if artifact not in _enabled:
+        return
+    body = text() if callable(text) else text
+    print(f"[minicompile:{artifact}]\n{body}\n", file=sys.stderr)
