@@ -29,3 +29,7 @@ cxx: str | None = os.environ.get("CXX") or None
 
 # OpenMP threads for generated C++ kernels (0 = OpenMP's default).
 num_threads: int = _env_int("NUM_THREADS", 0)
+
+# Raise minicompile's own internal errors instead of falling back to eager
+# execution with a warning.  The test suite turns this on.
+strict: bool = bool(_env_int("STRICT", 0))

@@ -54,6 +54,9 @@ class OpDef:
     # shape=(-1, 4) -> (2, 4)) so that later stages see one spelling only.
     canonicalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     ufunc: np.ufunc | None = None
+    # NumPy hands back a NumPy scalar, not a 0-d array, when this op's result is
+    # 0-d (ufuncs, reductions, matmul do; where, reshape, astype do not).
+    scalar_result: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -155,7 +158,7 @@ def _pointwise(ufunc: np.ufunc) -> OpDef:
 
     impl.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     impl.__name__ = ufunc.__name__
-    return OpDef(ufunc.__name__, "pointwise", impl, meta, ufunc=ufunc)
+    return OpDef(ufunc.__name__, "pointwise", impl, meta, ufunc=ufunc, scalar_result=True)
 
 
 POINTWISE_UFUNCS = (
@@ -235,7 +238,7 @@ def _reduction(name: str, fn: Callable, has_dtype: bool, identity: bool) -> OpDe
         out_dtype = np.asarray(fn(sample, axis=axis, keepdims=keepdims, **extra)).dtype
         return TensorMeta(tuple(n for n in shape if n is not None), dt.check_supported(out_dtype))
 
-    return OpDef(name, "reduction", impl, meta, canonicalize=canonicalize)
+    return OpDef(name, "reduction", impl, meta, canonicalize=canonicalize, scalar_result=True)
 
 
 register(_reduction("sum", np.sum, has_dtype=True, identity=True))
@@ -330,4 +333,4 @@ def _matmul_meta(x1: TensorMeta, x2: TensorMeta) -> TensorMeta:
     return TensorMeta(shape, dt.check_supported(loop[-1]))
 
 
-register(OpDef("matmul", "extern", _matmul, _matmul_meta, ufunc=np.matmul))
+register(OpDef("matmul", "extern", _matmul, _matmul_meta, ufunc=np.matmul, scalar_result=True))

@@ -1,0 +1,14 @@
+"""minicompile: torch.compile's pipeline rebuilt from scratch in Python, for NumPy code.
+
+    import minicompile as mc
+
+    @mc.compile
+    def f(x):
+        return np.tanh(x * 2 + 1).sum(axis=1)
+"""
+from . import ir
+from .api import compile, explain, reset
+from .dynamo import ExplainOutput, GraphBreakError
+
+__all__ = ["compile", "explain", "reset", "GraphBreakError", "ExplainOutput", "ir"]
+__version__ = "0.1.0"

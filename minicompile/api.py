@@ -1,0 +1,75 @@
+"""The public entry points: ``compile``, ``explain``, ``reset``, and backend lookup.
+
+A backend is any callable ``(graph: ir.Graph, example_inputs: list) -> callable``
+(the compiled callable takes the graph's inputs and returns its outputs as a
+tuple).  Named backends:
+
+* ``"eager"`` — the graph itself, run through NumPy (checks capture alone);
+* ``"cpp"``   — the inductor with the C++/OpenMP code generator;
+* ``"auto"``  — ``cpp`` for NumPy arrays.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import ir
+from .dynamo import OptimizedFunction, explain, reset_all
+
+
+def _eager(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    return graph
+
+
+def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    from .inductor import compile_graph  # imported lazily: capture alone needs no compiler
+
+    return compile_graph(graph, example_inputs)
+
+
+BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
+    "eager": _eager,
+    "cpp": _cpp,
+    "auto": _cpp,
+}
+PLANNED = ("aot_eager", "triton", "spyre")
+
+
+def lookup_backend(backend: str | Callable) -> tuple[Callable, str]:
+    if callable(backend):
+        return backend, getattr(backend, "__name__", "custom")
+    if backend in BACKENDS:
+        return BACKENDS[backend], backend
+    if backend in PLANNED:
+        raise ValueError(f"minicompile backend {backend!r} is not available yet; use one of {sorted(BACKENDS)}")
+    raise ValueError(f"unknown minicompile backend {backend!r}; use one of {sorted(BACKENDS)} or a callable")
+
+
+def compile(
+    fn: Callable | None = None,
+    *,
+    backend: str | Callable = "auto",
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    options: dict[str, Any] | None = None,
+) -> Any:
+    """Compile ``fn``; usable as ``@compile``, ``@compile(...)`` or ``compile(fn, ...)``.
+
+    ``dynamic`` and ``options`` are accepted for torch.compile compatibility;
+    shapes are always specialized for now.
+    """
+    backend_fn, name = lookup_backend(backend)
+    if options:
+        raise ValueError(f"minicompile.compile: unknown options {sorted(options)}")
+
+    def wrap(f: Callable) -> OptimizedFunction:
+        return OptimizedFunction(f, backend_fn, fullgraph, name)
+
+    return wrap if fn is None else wrap(fn)
+
+
+def reset() -> None:
+    """Forget every compiled cache entry of every compiled function."""
+    reset_all()
+
+
+__all__ = ["compile", "explain", "reset", "lookup_backend", "BACKENDS"]

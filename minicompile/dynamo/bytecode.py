@@ -1,0 +1,62 @@
+"""Python-version differences in bytecode, kept in one table.
+
+The symbolic interpreter reads instructions through :mod:`dis`, which already
+decodes most arguments the same way on 3.11, 3.12 and 3.13.  What still
+differs is where a call's NULL sits on the stack and how keyword names reach a
+call; those facts live here and nowhere else.
+"""
+from __future__ import annotations
+
+import dis
+import sys
+from dataclasses import dataclass
+from types import CodeType
+
+
+@dataclass(frozen=True)
+class VersionFacts:
+    # 3.11/3.12: CALL sees [NULL | method, callable | self, *args];
+    # 3.13:      CALL sees [callable, NULL | self, *args].
+    null_before_callable: bool
+    # 3.11/3.12 pass keyword names with a KW_NAMES instruction before CALL;
+    # 3.13 pushes them as a constant tuple and calls CALL_KW.
+    kw_names_instruction: bool
+    # 3.12+ fold LOAD_METHOD into LOAD_ATTR, flagged by the low bit of its arg.
+    load_attr_method_flag: bool
+
+
+FACTS = {
+    (3, 11): VersionFacts(null_before_callable=True, kw_names_instruction=True, load_attr_method_flag=False),
+    (3, 12): VersionFacts(null_before_callable=True, kw_names_instruction=True, load_attr_method_flag=True),
+    (3, 13): VersionFacts(null_before_callable=False, kw_names_instruction=False, load_attr_method_flag=True),
+}
+
+try:
+    CURRENT = FACTS[sys.version_info[:2]]
+except KeyError:  # pragma: no cover - guarded by requires-python
+    raise ImportError(
+        f"minicompile's bytecode interpreter supports Python 3.11-3.13, not {sys.version.split()[0]}"
+    ) from None
+
+
+def instructions(code: CodeType) -> list[dis.Instruction]:
+    """The code's instructions without CACHE entries, in order."""
+    return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
+
+
+def comparison_operator(inst: dis.Instruction) -> str:
+    """``'<'`` for COMPARE_OP on every version (3.13 may say ``'bool(<)'``)."""
+    op = inst.argval
+    return op[5:-1] if op.startswith("bool(") else op
+
+
+def kw_names(inst: dis.Instruction, code: CodeType) -> tuple[str, ...]:
+    """The keyword names a 3.11/3.12 KW_NAMES instruction announces."""
+    value = inst.argval
+    if isinstance(value, tuple):
+        return value
+    return code.co_consts[inst.arg]  # 3.11's dis leaves argval as the index
+
+
+def format_bytecode(code: CodeType) -> str:
+    return dis.Bytecode(code).dis()

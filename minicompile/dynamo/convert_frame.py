@@ -1,0 +1,170 @@
+"""From one call's frame to one cache entry: capture, then hand the graph to a backend.
+
+:func:`capture` runs the symbolic interpreter over the function for the
+values in ``L`` and returns a :class:`Capture`: the graph, its guards, the
+sources its inputs come from, and how to rebuild the function's return value
+from the graph's outputs — or, when the interpreter stopped, the reason.
+
+:func:`compile_entry` turns a capture into a :class:`CacheEntry`: a compiled
+guard function plus a ``run(L, G)`` that feeds the backend's compiled callable
+and rebuilds the result.  An entry whose capture failed runs the function
+eagerly, and is guarded the same way, so the same inputs do not trace again.
+"""
+from __future__ import annotations
+
+import builtins
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import warnings
+
+from .. import config, ir, logs
+from ..ir import passes
+from . import bytecode
+from .exc import BreakReason, GraphBreakError, Unsupported
+from .guards import GuardSet
+from .output_graph import OutputGraph
+from .source import Source
+from .symbolic_convert import InstructionTranslator
+from .variables import (
+    ArrayVariable,
+    ConstantVariable,
+    ListVariable,
+    PythonObjectVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
+
+
+@dataclass
+class Capture:
+    graph: ir.Graph | None
+    guards: GuardSet
+    input_sources: list[Source]
+    output_spec: Any  # see _output_spec
+    break_reason: BreakReason | None
+    seconds: float = 0.0
+
+
+@dataclass
+class CacheEntry:
+    guard: Callable[[dict, dict], bool]
+    capture: Capture
+    run: Callable[[dict, dict, tuple, dict], Any]
+    compiled: Any = None
+    compile_seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def frame_builtins(fn: types.FunctionType) -> dict:
+    b = fn.__globals__.get("__builtins__", builtins.__dict__)
+    return b.__dict__ if isinstance(b, types.ModuleType) else b
+
+
+def capture(fn: types.FunctionType, L: dict[str, Any]) -> Capture:
+    """Trace ``fn`` symbolically for the frame values ``L``."""
+    start = time.perf_counter()
+    logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(fn.__code__)}")
+    output = OutputGraph()
+    tracer = InstructionTranslator(fn, L, output)
+    try:
+        result = tracer.run()
+        outputs: list[ir.Node] = []
+        spec = _output_spec(result, outputs)
+        output.graph.output(outputs)
+        graph = passes.dead_code_elimination(output.graph)
+        reason = None
+    except Unsupported as e:
+        graph, spec = None, None
+        reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
+    except Exception as e:  # a bug in minicompile: never let it cost the user a result
+        if config.strict:
+            raise
+        warnings.warn(f"minicompile: internal error while capturing {fn.__qualname__}: "
+                      f"{type(e).__name__}: {e}; running it eagerly", stacklevel=4)
+        graph, spec = None, None
+        reason = BreakReason(f"internal error: {type(e).__name__}: {e}",
+                             fn.__code__.co_filename, tracer.lineno)
+    return Capture(graph, output.guards, list(output.input_sources), spec, reason,
+                   time.perf_counter() - start)
+
+
+def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
+    """Describe the return value as a tree whose array leaves index ``outputs``."""
+    if isinstance(var, ArrayVariable):
+        node = var.node
+        if node not in outputs:
+            outputs.append(node)
+        as_scalar = node.meta.ndim == 0 and node.op is not None and node.op.scalar_result
+        return ("scalar" if as_scalar else "array", outputs.index(node))
+    if isinstance(var, (ConstantVariable, PythonObjectVariable)):
+        return ("const", var.value)
+    if isinstance(var, (TupleVariable, ListVariable)):
+        kind = "tuple" if isinstance(var, TupleVariable) else "list"
+        return (kind, [_output_spec(v, outputs) for v in var.items])
+    raise Unsupported(f"returning {var.describe()} is not supported yet")
+
+
+def rebuild(spec: Any, values: tuple) -> Any:
+    kind, payload = spec
+    if kind == "array":
+        return values[payload]
+    if kind == "scalar":
+        return values[payload][()]  # NumPy returns a NumPy scalar here, not a 0-d array
+    if kind == "const":
+        return payload
+    items = [rebuild(s, values) for s in payload]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _extractor(sources: list[Source], builtins_dict: dict, closure: tuple | None) -> Callable:
+    """``extract(L, G) -> (L['x'], G['W'], ...)``: the graph inputs of this frame."""
+    body = ", ".join(s.expr for s in sources)
+    src = f"def extract(L, G):\n    return ({body}{',' if sources else ''})"
+    namespace = {"B": builtins_dict, "CLOSURE": closure or ()}
+    exec(compile(src, "<minicompile inputs>", "exec"), namespace)
+    return namespace["extract"]
+
+
+def compile_entry(
+    fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool
+) -> CacheEntry:
+    """Capture ``fn`` for this frame and compile the graph with ``backend``."""
+    cap = capture(fn, L)
+    fb = frame_builtins(fn)
+    guard = cap.guards.compile(fb, fn.__closure__)
+    logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
+
+    if cap.break_reason is not None:
+        logs.log("graph_breaks", f"{fn.__qualname__}: {cap.break_reason}; running it eagerly")
+        if fullgraph:
+            raise GraphBreakError(cap.break_reason)
+
+        def run_eager(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
+            return fn(*args, **kwargs)
+
+        return CacheEntry(guard, cap, run_eager)
+
+    logs.log("graph", lambda: cap.graph.python_code(fn.__name__))
+    extract = _extractor(cap.input_sources, fb, fn.__closure__)
+    start = time.perf_counter()
+    if cap.graph.op_count() == 0:
+        compiled = cap.graph  # nothing to compile: outputs are inputs or constants
+    else:
+        example_inputs = list(extract(L, fn.__globals__))
+        try:
+            compiled = backend(cap.graph, example_inputs)
+        except Exception as e:
+            name = getattr(backend, "__name__", repr(backend))
+            raise RuntimeError(f"minicompile backend {name!r} failed on {fn.__qualname__}: {e}") from e
+    seconds = time.perf_counter() - start
+    spec = cap.output_spec
+
+    def run_compiled(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
+        return rebuild(spec, compiled(*extract(L, G)))
+
+    return CacheEntry(guard, cap, run_compiled, compiled, seconds)

@@ -1,0 +1,36 @@
+"""Why capture stopped: graph breaks and the error ``fullgraph=True`` raises."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BreakReason:
+    """One graph break: what could not be traced, and where in the user's code."""
+
+    reason: str
+    filename: str
+    lineno: int | None
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.filename}:{self.lineno})"
+
+
+class Unsupported(Exception):
+    """Raised inside the symbolic interpreter for anything it cannot trace.
+
+    The interpreter attaches the user's source line when it catches it, so
+    raising code only has to say *what* is unsupported.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class GraphBreakError(RuntimeError):
+    """Raised under ``fullgraph=True`` where capture would otherwise break."""
+
+    def __init__(self, why: BreakReason):
+        super().__init__(f"graph break under fullgraph=True: {why}")
+        self.reason = why

@@ -1,0 +1,137 @@
+"""Guards: the assumptions a cache entry was compiled under, as one function.
+
+Each :class:`Guard` is a Python boolean expression over the frame (``L`` for
+locals, ``G`` for globals, ``B`` for builtins, ``CLOSURE`` for closure cells),
+remembered with the user line that made the interpreter rely on it.  A cache
+entry's guards are compiled into a single ``guard(L, G)`` function — one
+``and`` chain, cheapest checks first per source — so a cache hit costs one
+Python call.  On a miss, :func:`first_failure` re-checks them one by one to say
+which assumption broke (``L['x'].shape == (8, 16): got (16, 16)``).
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .source import Source
+
+
+@dataclass(frozen=True)
+class Guard:
+    source: Source
+    check: str          # e.g. "L['x'].shape == (8, 16)"
+    subject: str        # the expression whose value the check looks at
+    lineno: int | None  # user source line that made us rely on it
+
+    def __str__(self) -> str:
+        where = f"  # line {self.lineno}" if self.lineno else ""
+        return f"{self.check}{where}"
+
+
+@dataclass
+class GuardSet:
+    guards: list[Guard] = field(default_factory=list)
+    # Objects a guard compares against by identity or equality, by name.
+    constants: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, source: Source, check: str, subject: str, lineno: int | None) -> None:
+        if any(g.check == check for g in self.guards):
+            return
+        self.guards.append(Guard(source, check, subject, lineno))
+
+    def constant(self, value: Any) -> str:
+        """A name under which ``value`` is visible to the guard function."""
+        for name, existing in self.constants.items():
+            if existing is value:
+                return name
+        label = getattr(value, "__name__", None) or (value.name if isinstance(value, np.dtype) else "")
+        kind = ("dtype" if isinstance(value, np.dtype) else "type" if isinstance(value, type)
+                else "module" if isinstance(value, types.ModuleType) else "obj")
+        base = f"___{kind}_{label}" if label.isidentifier() else f"___{kind}"
+        name, i = base, 0
+        while name in self.constants:
+            i += 1
+            name = f"{base}_{i}"
+        self.constants[name] = value
+        return name
+
+    # -- the guard kinds the interpreter installs ----------------------------
+
+    def array(self, source: Source, value: np.ndarray, lineno: int | None) -> None:
+        s = source.expr
+        self.add(source, f"type({s}) is ___ndarray", f"type({s})", lineno)
+        self.add(source, f"{s}.shape == {tuple(value.shape)!r}", f"{s}.shape", lineno)
+        self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
+        self.add(source, f"{s}.strides == {tuple(value.strides)!r}", f"{s}.strides", lineno)
+
+    def value(self, source: Source, value: Any, lineno: int | None) -> None:
+        """Type and value of a Python or NumPy scalar (or None, str, dtype)."""
+        s = source.expr
+        self.add(source, f"type({s}) is {self.constant(type(value))}", f"type({s})", lineno)
+        if isinstance(value, float) and value != value:
+            self.add(source, f"{s} != {s}", s, lineno)  # NaN is the only float != itself
+        elif isinstance(value, (float, np.floating)) and value == 0:
+            # 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in the sign of zeros.
+            check = f"{s} == 0 and ___copysign(1.0, {s}) == {np.copysign(1.0, value)!r}"
+            self.add(source, check, s, lineno)
+        else:
+            self.add(source, f"{s} == {self.constant(value)}", s, lineno)
+
+    def identity(self, source: Source, value: Any, lineno: int | None) -> None:
+        s = source.expr
+        self.add(source, f"{s} is {self.constant(value)}", f"id({s})", lineno)
+
+    def length(self, source: Source, value: Any, lineno: int | None) -> None:
+        s = source.expr
+        self.add(source, f"type({s}) is {self.constant(type(value))}", f"type({s})", lineno)
+        self.add(source, f"len({s}) == {len(value)}", f"len({s})", lineno)
+
+    # -- compiling -------------------------------------------------------------
+
+    def source_code(self) -> str:
+        body = "\n        and ".join(g.check for g in self.guards) or "True"
+        return f"def guard(L, G):\n    return (\n        {body}\n    )"
+
+    def compile(self, builtins: dict, closure: tuple | None) -> Callable[[dict, dict], bool]:
+        namespace = self._namespace(builtins, closure)
+        exec(compile(self.source_code(), "<minicompile guards>", "exec"), namespace)
+        fn = namespace["guard"]
+        fn.source = self.source_code()
+        return fn
+
+    def _namespace(self, builtins: dict, closure: tuple | None) -> dict:
+        import math
+
+        return {
+            "___ndarray": np.ndarray,
+            "___copysign": math.copysign,
+            "B": builtins,
+            "CLOSURE": closure or (),
+            **self.constants,
+        }
+
+    def first_failure(self, L: dict, G: dict, builtins: dict, closure: tuple | None) -> str | None:
+        """The first guard that fails on this frame, with what it saw instead."""
+        namespace = {**self._namespace(builtins, closure), "L": L, "G": G}
+        for g in self.guards:
+            try:
+                ok = eval(g.check, namespace)
+            except Exception as e:  # an earlier guard failing can make later ones raise
+                ok, seen = False, f"{type(e).__name__}: {e}"
+            else:
+                seen = None
+            if not ok:
+                if seen is None:
+                    try:
+                        seen = repr(eval(g.subject, namespace))
+                    except Exception as e:
+                        seen = f"{type(e).__name__}: {e}"
+                line = f" (guard from line {g.lineno})" if g.lineno else ""
+                return f"{g.check}: got {g.subject} = {seen}{line}"
+        return None
+
+    def __str__(self) -> str:
+        return "\n".join(str(g) for g in self.guards)

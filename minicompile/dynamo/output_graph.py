@@ -1,0 +1,116 @@
+"""The graph being captured, and how frame values enter it.
+
+:class:`OutputGraph` owns what one capture produces: the ``ir.Graph``, its
+guards, and the list of sources its placeholders read (``L['x']``,
+``G['W']``).  :meth:`OutputGraph.wrap` is where a value from the frame turns
+into a variable tracker — an array becomes a placeholder guarded on type,
+shape, dtype and strides; a scalar becomes a constant guarded on its value; a
+module or known function becomes an object guarded on identity.  Anything else
+is unsupported, and the reason names the source.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import numpy as np
+
+from .. import ir
+from ..ir import dtypes
+from .exc import Unsupported
+from .guards import GuardSet
+from .source import Source, item_source
+from .variables import (
+    ArrayVariable,
+    ConstantVariable,
+    ListVariable,
+    PythonObjectVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+# Python values that are baked into the graph as constants (and guarded on value).
+CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype)
+
+
+def placeholder_name(source: Source) -> str:
+    """``L['x']`` -> ``x``; ``G['W']`` -> ``W``; items and attributes joined by ``_``."""
+    text = source.expr
+    for prefix in ("L[", "G[", "B["):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return "".join(c if c.isalnum() else "_" for c in text.replace("CLOSURE", "closure"))
+
+
+class OutputGraph:
+    def __init__(self) -> None:
+        self.graph = ir.Graph()
+        self.guards = GuardSet()
+        self.input_sources: list[Source] = []
+        self._wrapped: dict[str, VariableTracker] = {}
+
+    # -- values from the frame ------------------------------------------------------
+
+    def wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
+        """A variable for ``value`` found at ``source``, with the guards it needs."""
+        cached = self._wrapped.get(source.expr)
+        if cached is None:
+            cached = self._wrap(value, source, lineno)
+            self._wrapped[source.expr] = cached
+        return cached
+
+    def _wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
+        if type(value) is np.ndarray:
+            # Guard first: the decision that this input is (un)supported depends on them.
+            self.guards.array(source, value, lineno)
+            if value.dtype not in dtypes.SUPPORTED:
+                raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
+            node = self.graph.placeholder(
+                placeholder_name(source), ir.TensorMeta(value.shape, value.dtype)
+            )
+            self.input_sources.append(source)
+            return ArrayVariable(node, source)
+        if isinstance(value, np.ndarray):
+            self.guards.identity(source, type(value), lineno)
+            raise Unsupported(f"{source} is a {type(value).__name__}, an ndarray subclass")
+        if isinstance(value, CONSTANT_TYPES):
+            self.guards.value(source, value, lineno)
+            return ConstantVariable(value, source)
+        if type(value) in (tuple, list):
+            self.guards.length(source, value, lineno)
+            items = [self.wrap(v, item_source(source, i), lineno) for i, v in enumerate(value)]
+            cls = TupleVariable if type(value) is tuple else ListVariable
+            return cls(items, source)
+        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.FunctionType,
+                              np.ufunc, type)) or callable(value):
+            self.guards.identity(source, value, lineno)
+            return PythonObjectVariable(value, source)
+        self.guards.identity(source, type(value), lineno)
+        raise Unsupported(f"{source} has type {type(value).__name__}, which is not supported")
+
+    # -- graph building ------------------------------------------------------------
+
+    def to_graph_arg(self, var: VariableTracker) -> Any:
+        """The node or Python constant a variable stands for as an op argument."""
+        if isinstance(var, ArrayVariable):
+            return var.node
+        if isinstance(var, ConstantVariable):
+            return var.value
+        if isinstance(var, (TupleVariable, ListVariable)):
+            return tuple(self.to_graph_arg(v) for v in var.items)
+        if isinstance(var, PythonObjectVariable) and isinstance(var.value, type):
+            return var.value  # a dtype given as a scalar type: np.float32
+        if not isinstance(var, VariableTracker):
+            return var  # already a plain Python value
+        raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
+
+    def call(self, op: str, args: dict[str, VariableTracker]) -> ArrayVariable:
+        """Add ``op`` to the graph; NumPy's own errors become graph breaks."""
+        graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
+        try:
+            node = self.graph.call(op, **graph_args)
+        except Unsupported:
+            raise
+        except Exception as e:  # NumPy would raise here too: let eager NumPy do it
+            raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}") from None
+        return ArrayVariable(node)

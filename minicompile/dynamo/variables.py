@@ -1,0 +1,101 @@
+"""Variable trackers: what the symbolic interpreter keeps on its stack and in locals.
+
+Each Python value the traced code touches is represented by one of these:
+
+* :class:`ArrayVariable` — an array; it stands for an ``ir.Node`` in the graph
+  being built, never for real data;
+* :class:`ConstantVariable` — a Python or NumPy scalar, a string, ``None``, a
+  dtype: known at trace time, baked into the graph, guarded if it came from
+  the frame;
+* :class:`TupleVariable` / :class:`ListVariable` — containers of variables;
+* :class:`PythonObjectVariable` — a module or a function we know how to call
+  (NumPy functions, a few builtins), compared by identity in guards;
+* :class:`MethodVariable` — ``x.sum`` before it is called;
+* :data:`NULL` — the marker CPython pushes below or above a callable.
+
+A variable's ``source`` (when it has one) says where in the frame it came from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import Node
+from .source import Source
+
+
+class VariableTracker:
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(eq=False)
+class ArrayVariable(VariableTracker):
+    node: Node
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"array {self.node.meta}"
+
+
+@dataclass(eq=False)
+class ConstantVariable(VariableTracker):
+    value: Any
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} {self.value!r}"
+
+
+@dataclass(eq=False)
+class TupleVariable(VariableTracker):
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"tuple of {len(self.items)}"
+
+
+@dataclass(eq=False)
+class ListVariable(VariableTracker):
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"list of {len(self.items)}"
+
+
+@dataclass(eq=False)
+class PythonObjectVariable(VariableTracker):
+    """A module or callable the interpreter knows by identity (``np``, ``np.exp``)."""
+
+    value: Any
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return getattr(self.value, "__name__", type(self.value).__name__)
+
+
+@dataclass(eq=False)
+class MethodVariable(VariableTracker):
+    """``obj.name`` where ``obj`` is an array: a method to be called next."""
+
+    obj: VariableTracker
+    name: str
+    source: Source | None = field(default=None)
+
+    def describe(self) -> str:
+        return f"method .{self.name}"
+
+
+class _Null(VariableTracker):
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
