@@ -1,0 +1,29 @@
+"""``python -m minicompile demo`` and ``python -m minicompile bench``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minicompile")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="compile the built-in example and show every stage")
+    demo.add_argument("--rows", type=int, default=2048)
+    demo.add_argument("--cols", type=int, default=1024)
+    bench = sub.add_parser("bench", help="benchmark compiled code against eager NumPy")
+    bench.add_argument("--json", default="bench.json", help="where to write the results")
+    bench.add_argument("--quick", action="store_true", help="small sizes, short runs")
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        from .demo import main as run_demo
+
+        return run_demo(args.rows, args.cols)
+    from .benchmarks.suite import main as run_bench
+
+    return run_bench(args.json, quick=args.quick)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The benchmark suite behind ``make bench`` (``python -m minicompile bench``)."""

@@ -1,0 +1,548 @@
+"""The loop-level IR: what a graph node means, one element at a time.
+
+In:  nothing — this module is the vocabulary that ``lowering`` writes and
+     ``scheduler`` and ``codegen`` read.
+Out: three families of immutable, printable objects.
+
+* **Index expressions** (:class:`Expr`): integer expressions over loop
+  variables.  Strides, broadcasting, transposes and reshapes only ever need
+  affine sums plus floor-division and modulo by positive constants, so an
+  ``Expr`` is kept in one canonical form, ``c0 + c1*a1 + c2*a2 + ...``, where
+  each atom ``a`` is a loop variable, ``e // d`` or ``e % d``.  Building an
+  expression simplifies it (the rules are listed at :func:`floordiv`,
+  :func:`mod` and :meth:`Expr._normalize`), so a reshape followed by its
+  inverse folds back to the plain loop variables.
+* **Values** (:class:`Load`, :class:`Constant`, :class:`Op`, :class:`Cast`):
+  the scalar computed for one element.  Every value knows its dtype; an ``Op``
+  receives operands already cast to the dtype NumPy's ufunc loop computes in.
+* **Nodes** (:class:`Pointwise`, :class:`Reduction`, :class:`Extern`): what
+  one graph node lowers to.  A ``Pointwise`` body is written in terms of the
+  loop variables ``x0, x1, ...`` of its output; a ``Reduction`` adds
+  ``r0, r1, ...`` for the reduced axes.  Fusing a producer into its consumer
+  is substituting the consumer's index into the producer's body
+  (:func:`substitute`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Union
+
+import numpy as np
+
+from ..ir.dtypes import short_name
+
+# ---------------------------------------------------------------------------
+# Index expressions
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Var:
+    """A loop variable running over ``range(size)``."""
+
+    name: str
+    size: int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class FloorDiv:
+    base: "Expr"
+    divisor: int
+
+    def __str__(self) -> str:
+        return f"({self.base})//{self.divisor}"
+
+
+@dataclass(frozen=True)
+class Mod:
+    base: "Expr"
+    divisor: int
+
+    def __str__(self) -> str:
+        return f"({self.base})%{self.divisor}"
+
+
+Atom = Union[Var, FloorDiv, Mod]
+
+
+class Expr:
+    """``const + sum(coeff * atom)``, canonical, immutable and hashable."""
+
+    __slots__ = ("terms", "const", "_hash")
+
+    def __init__(self, terms: dict[Atom, int] | None = None, const: int = 0):
+        normal = _normalize(dict(terms or {}))
+        # Sorting by printed form makes equal expressions compare and print equally.
+        self.terms: tuple[tuple[Atom, int], ...] = tuple(sorted(normal.items(), key=lambda t: str(t[0])))
+        self.const = int(const)
+        self._hash = hash((self.terms, self.const))
+
+    # -- construction ------------------------------------------------------
+
+    @staticmethod
+    def of(value: "Expr | int") -> "Expr":
+        return value if isinstance(value, Expr) else Expr(None, int(value))
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def __add__(self, other: "Expr | int") -> "Expr":
+        other = Expr.of(other)
+        terms = dict(self.terms)
+        for atom, c in other.terms:
+            terms[atom] = terms.get(atom, 0) + c  # x + x -> 2*x
+        return Expr(terms, self.const + other.const)  # constants fold
+
+    __radd__ = __add__
+
+    def __mul__(self, other: "Expr | int") -> "Expr":
+        other = Expr.of(other)
+        if not other.is_const:
+            if not self.is_const:
+                raise ValueError(f"index expressions stay affine: cannot multiply {self} by {other}")
+            return other * self.const
+        k = other.const
+        return Expr({a: c * k for a, c in self.terms}, self.const * k)  # x*1 -> x, x*0 -> 0
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> "Expr":
+        return self * -1
+
+    def __sub__(self, other: "Expr | int") -> "Expr":
+        return self + (-Expr.of(other))
+
+    def __floordiv__(self, divisor: int) -> "Expr":
+        return floordiv(self, divisor)
+
+    def __mod__(self, divisor: int) -> "Expr":
+        return mod(self, divisor)
+
+    # -- reading -----------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, int):
+            return self.is_const and self.const == other
+        return isinstance(other, Expr) and self.terms == other.terms and self.const == other.const
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def coeff(self, var: Var) -> int:
+        return dict(self.terms).get(var, 0)
+
+    def free_vars(self) -> set[Var]:
+        out: set[Var] = set()
+        for atom, _ in self.terms:
+            out |= {atom} if isinstance(atom, Var) else atom.base.free_vars()
+        return out
+
+    def bounds(self) -> tuple[int, int]:
+        """Smallest and largest value over all loop iterations."""
+        lo = hi = self.const
+        for atom, c in self.terms:
+            alo, ahi = _atom_bounds(atom)
+            lo += min(c * alo, c * ahi)
+            hi += max(c * alo, c * ahi)
+        return lo, hi
+
+    def subs(self, mapping: dict[Var, "Expr"]) -> "Expr":
+        """Replace loop variables simultaneously, simplifying the result."""
+        out = Expr(None, self.const)
+        for atom, c in self.terms:
+            if isinstance(atom, Var):
+                new = mapping.get(atom, Expr({atom: 1}))
+            elif isinstance(atom, FloorDiv):
+                new = floordiv(atom.base.subs(mapping), atom.divisor)
+            else:
+                new = mod(atom.base.subs(mapping), atom.divisor)
+            out = out + new * c
+        return out
+
+    def render(self, atom_fmt: Callable[[Atom], str] = str) -> str:
+        parts = []
+        for atom, c in self.terms:
+            text = atom_fmt(atom)
+            mag = abs(c)
+            term = text if mag == 1 else f"{mag}*{text}"
+            parts.append(("-" if c < 0 else "+", term))
+        if self.const or not parts:
+            parts.append(("-" if self.const < 0 else "+", str(abs(self.const))))
+        sign, first = parts[0]
+        out = ("-" if sign == "-" else "") + first
+        for sign, term in parts[1:]:
+            out += f" {sign} {term}"
+        return out
+
+    def __str__(self) -> str:
+        return self.render()
+
+    __repr__ = __str__
+
+
+def _atom_bounds(atom: Atom) -> tuple[int, int]:
+    if isinstance(atom, Var):
+        return 0, max(atom.size - 1, 0)
+    lo, hi = atom.base.bounds()
+    if isinstance(atom, FloorDiv):
+        return lo // atom.divisor, hi // atom.divisor
+    return 0, atom.divisor - 1
+
+
+def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:
+    """Drop zero terms and fold ``k*d*(e//d) + k*(e%d) -> k*e`` (undoing a reshape)."""
+    terms = {a: c for a, c in terms.items() if c}
+    changed = True
+    while changed:
+        changed = False
+        for atom, c in list(terms.items()):
+            if not isinstance(atom, FloorDiv) or c % atom.divisor:
+                continue
+            partner = Mod(atom.base, atom.divisor)
+            if terms.get(partner) == c // atom.divisor:
+                k = c // atom.divisor
+                del terms[atom], terms[partner]
+                for a2, c2 in atom.base.terms:
+                    terms[a2] = terms.get(a2, 0) + k * c2
+                terms = {a: v for a, v in terms.items() if v}
+                changed = True
+                break
+    return terms
+
+
+def _split(e: Expr, d: int) -> tuple[Expr, Expr]:
+    """``e = d*q + r`` with every coefficient of ``r`` not divisible by ``d``."""
+    q, r = {}, {}
+    for atom, c in e.terms:
+        if c % d == 0:
+            q[atom] = c // d
+        else:
+            r[atom] = c
+    qc, rc = divmod(e.const, d)
+    return Expr(q, qc), Expr(r, rc)
+
+
+def _within(e: Expr, d: int) -> bool:
+    lo, hi = e.bounds()
+    return 0 <= lo and hi < d
+
+
+def _common_factor(e: Expr, d: int) -> tuple[int, Expr, Expr] | None:
+    """A ``g | d`` with ``e = g*a + b`` and ``0 <= b < g``: then ``e//d = a//(d/g)``."""
+    for g in sorted({math.gcd(c, d) for _, c in e.terms}, reverse=True):
+        if g <= 1:
+            continue
+        a, b = _split(e, g)
+        if _within(b, g):
+            return g, a, b
+    return None
+
+
+def floordiv(e: Expr | int, d: int) -> Expr:
+    """``e // d`` for ``e >= 0`` and ``d > 0``, simplified:
+
+    * ``e // 1 -> e``; constants fold;
+    * ``e // d -> 0`` when ``0 <= e < d``;
+    * ``(d*q + r) // d -> q + r // d``;
+    * ``(g*a + b) // (g*k) -> a // k`` when ``0 <= b < g``;
+    * ``(e // a) // b -> e // (a*b)``.
+    """
+    e = Expr.of(e)
+    if d <= 0:
+        raise ValueError(f"floor division of an index by {d}")
+    if d == 1:
+        return e
+    if e.is_const:
+        return Expr(None, e.const // d)
+    if e.bounds()[0] < 0:
+        raise ValueError(f"floor division of a possibly negative index {e}")
+    if _within(e, d):
+        return Expr()
+    q, r = _split(e, d)
+    if r.is_const or _within(r, d):
+        return q
+    if not q.is_const or q.const:
+        return q + floordiv(r, d)
+    factor = _common_factor(r, d)
+    if factor is not None:
+        g, a, _ = factor
+        return floordiv(a, d // g)
+    if len(r.terms) == 1 and r.const == 0 and r.terms[0][1] == 1 and isinstance(r.terms[0][0], FloorDiv):
+        inner = r.terms[0][0]
+        return floordiv(inner.base, inner.divisor * d)
+    return Expr({FloorDiv(r, d): 1})
+
+
+def mod(e: Expr | int, d: int) -> Expr:
+    """``e % d`` for ``e >= 0`` and ``d > 0``, simplified:
+
+    * ``e % 1 -> 0``; constants fold;
+    * ``e % d -> e`` when ``0 <= e < d``;
+    * ``(d*q + r) % d -> r % d``;
+    * ``(g*a + b) % (g*k) -> g*(a % k) + b`` when ``0 <= b < g``;
+    * ``(e % (d*k)) % d -> e % d``.
+    """
+    e = Expr.of(e)
+    if d <= 0:
+        raise ValueError(f"modulo of an index by {d}")
+    if d == 1:
+        return Expr()
+    if e.is_const:
+        return Expr(None, e.const % d)
+    if e.bounds()[0] < 0:
+        raise ValueError(f"modulo of a possibly negative index {e}")
+    _, r = _split(e, d)
+    if _within(r, d):
+        return r
+    factor = _common_factor(r, d)
+    if factor is not None:
+        g, a, b = factor
+        return mod(a, d // g) * g + b
+    if len(r.terms) == 1 and r.const == 0 and r.terms[0][1] == 1 and isinstance(r.terms[0][0], Mod):
+        inner = r.terms[0][0]
+        if inner.divisor % d == 0:
+            return mod(inner.base, d)
+    return Expr({Mod(r, d): 1})
+
+
+def loop_vars(prefix: str, ranges: tuple[int, ...]) -> tuple[Var, ...]:
+    return tuple(Var(f"{prefix}{i}", n) for i, n in enumerate(ranges))
+
+
+def loop_index(prefix: str, ranges: tuple[int, ...]) -> tuple[Expr, ...]:
+    """The index ``(x0, x1, ...)`` of a loop nest; a dimension of size 1 is the constant 0."""
+    return tuple(Expr() if v.size == 1 else Expr({v: 1}) for v in loop_vars(prefix, ranges))
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def linearize(index: tuple[Expr, ...], strides: tuple[int, ...]) -> Expr:
+    """The flat element offset of ``index`` in a buffer with these strides."""
+    out = Expr()
+    for i, s in zip(index, strides):
+        out = out + i * s
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Values: the scalar computed per element
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    """``buffer[index]``; ``buffer`` names a graph node, index is per dimension."""
+
+    buffer: str
+    index: tuple[Expr, ...]
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{self.buffer}[{', '.join(map(str, self.index))}]"
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: Any  # a Python bool/int/float already rounded to ``dtype``
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{self.value!r}:{short_name(self.dtype)}"
+
+
+@dataclass(frozen=True)
+class Op:
+    """A scalar op; operands already hold the ufunc loop's input dtype."""
+
+    name: str
+    args: tuple["Value", ...]
+    dtype: np.dtype  # of the result (bool for comparisons)
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class Cast:
+    value: "Value"
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"{short_name(self.dtype)}({self.value})"
+
+
+Value = Union[Load, Constant, Op, Cast]
+
+
+def cast(value: Value, dtype: np.dtype) -> Value:
+    """``dtype(value)``; no-op casts vanish and constants fold."""
+    dtype = np.dtype(dtype)
+    if value.dtype == dtype:
+        return value
+    if isinstance(value, Constant):
+        with np.errstate(all="ignore"):
+            return Constant(np.asarray(value.value, value.dtype).astype(dtype).item(), dtype)
+    return Cast(value, dtype)
+
+
+def constant(value: Any, dtype: np.dtype) -> Constant:
+    """A graph constant as the loop sees it: rounded to ``dtype`` as NumPy does."""
+    dtype = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        return Constant(dtype.type(value).item(), dtype)
+
+
+def walk(value: Value) -> Iterator[Value]:
+    """Every sub-value, parents first (shared sub-values repeat)."""
+    yield value
+    if isinstance(value, Op):
+        for a in value.args:
+            yield from walk(a)
+    elif isinstance(value, Cast):
+        yield from walk(value.value)
+
+
+def map_loads(value: Value, fn: Callable[[Load], Value], memo: dict | None = None) -> Value:
+    """Rebuild ``value`` with every ``Load`` replaced by ``fn(load)``."""
+    memo = {} if memo is None else memo
+    if value in memo:
+        return memo[value]
+    if isinstance(value, Load):
+        out = fn(value)
+    elif isinstance(value, Op):
+        out = Op(value.name, tuple(map_loads(a, fn, memo) for a in value.args), value.dtype)
+    elif isinstance(value, Cast):
+        out = cast(map_loads(value.value, fn, memo), value.dtype)
+    else:
+        out = value
+    memo[value] = out
+    return out
+
+
+def substitute(value: Value, mapping: dict[Var, Expr]) -> Value:
+    """``value`` with its loop variables replaced (how a producer is inlined)."""
+    return map_loads(value, lambda ld: Load(ld.buffer, tuple(i.subs(mapping) for i in ld.index), ld.dtype))
+
+
+def loads(value: Value) -> list[Load]:
+    seen: dict[Load, None] = {}
+    for v in walk(value):
+        if isinstance(v, Load):
+            seen.setdefault(v)
+    return list(seen)
+
+
+# ---------------------------------------------------------------------------
+# Nodes: what one graph node lowers to
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """``out[x0, x1, ...] = body`` over ``ranges``.  A view is a Pointwise whose
+    body is one ``Load`` with rearranged index (``is_view``): no data moves."""
+
+    name: str
+    ranges: tuple[int, ...]
+    body: Value
+    is_view: bool = False
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.body.dtype
+
+    @property
+    def vars(self) -> tuple[Var, ...]:
+        return loop_vars("x", self.ranges)
+
+    def __str__(self) -> str:
+        kind = "View" if self.is_view else "Pointwise"
+        return f"{kind} {self.name}: {_ranges('x', self.ranges)} -> {short_name(self.dtype)}\n  {self.body}"
+
+
+REDUCTION_TYPES = ("sum", "prod", "mean", "max", "min")
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """``out[x...] = reduce(body for r...)``.  ``ranges`` is the output shape
+    (keepdims-aware); ``reduction_ranges`` the reduced axes, in order.  The body
+    is already cast to the element dtype; it accumulates in ``acc_dtype``."""
+
+    name: str
+    ranges: tuple[int, ...]
+    reduction_ranges: tuple[int, ...]
+    reduction_type: str
+    body: Value
+    dtype: np.dtype
+    acc_dtype: np.dtype
+
+    @property
+    def vars(self) -> tuple[Var, ...]:
+        return loop_vars("x", self.ranges)
+
+    def __str__(self) -> str:
+        return (
+            f"Reduction {self.name}: {_ranges('x', self.ranges)} x {_ranges('r', self.reduction_ranges)} "
+            f"-> {short_name(self.dtype)}  {self.reduction_type} in {short_name(self.acc_dtype)}\n  {self.body}"
+        )
+
+
+@dataclass(frozen=True)
+class BufferRef:
+    """An Extern argument that is an array computed by the graph."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Extern:
+    """A NumPy library call (BLAS matmul, or any op the loops cannot express
+    with NumPy's exact semantics); ``reason`` says why it is not generated."""
+
+    name: str
+    op_name: str
+    impl: Callable[..., Any] = field(compare=False)
+    args: tuple
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    reason: str
+
+    @property
+    def inputs(self) -> list[str]:
+        return [a.name for a in _flat(self.args) if isinstance(a, BufferRef)]
+
+    def __str__(self) -> str:
+        args = ", ".join(map(str, self.args))
+        return f"Extern {self.name} = np.{self.op_name}({args})  ({self.reason})"
+
+
+Node = Union[Pointwise, Reduction, Extern]
+
+
+def _flat(values: Any) -> Iterator[Any]:
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def _ranges(prefix: str, ranges: tuple[int, ...]) -> str:
+    if not ranges:
+        return "[]"
+    return "[" + ", ".join(f"{prefix}{i}<{n}" for i, n in enumerate(ranges)) + "]"
