@@ -1,0 +1,12 @@
+"""The inductor (our TorchInductor): ``ir.Graph`` -> fused C++/OpenMP kernels.
+
+``compile_graph(graph, example_inputs)`` returns a :class:`CompiledGraph`, a
+callable with the same results as calling the graph (NumPy), plus the
+generated artifacts.  Data flows through the modules in this order:
+``lowering`` (graph node -> ``loop_ir``) -> ``scheduler`` (inline, realize,
+fuse) -> ``codegen.cpp`` (C++) and ``wrapper`` (Python) -> ``codecache``.
+"""
+from .codecache import CompileError, CompilerNotFound
+from .compile_fx import CompiledGraph, compile_graph
+
+__all__ = ["CompileError", "CompiledGraph", "CompilerNotFound", "compile_graph"]

@@ -54,7 +54,7 @@ class FloorDiv:
     divisor: int
 
     def __str__(self) -> str:
-        return f"({self.base})//{self.divisor}"
+        return f"({_paren(self.base)}//{self.divisor})"
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,15 @@ class Mod:
     divisor: int
 
     def __str__(self) -> str:
-        return f"({self.base})%{self.divisor}"
+        return f"({_paren(self.base)}%{self.divisor})"
 
 
 Atom = Union[Var, FloorDiv, Mod]
+
+
+def _paren(e: "Expr") -> str:
+    simple = e.const == 0 and len(e.terms) == 1 and e.terms[0][1] == 1
+    return str(e) if simple else f"({e})"
 
 
 class Expr:
@@ -126,8 +131,6 @@ class Expr:
     # -- reading -----------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, int):
-            return self.is_const and self.const == other
         return isinstance(other, Expr) and self.terms == other.terms and self.const == other.const
 
     def __hash__(self) -> int:
@@ -195,17 +198,23 @@ def _atom_bounds(atom: Atom) -> tuple[int, int]:
 
 
 def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:
-    """Drop zero terms and fold ``k*d*(e//d) + k*(e%d) -> k*e`` (undoing a reshape)."""
+    """Drop zero terms and fold ``k*d*(e//d) + k*(e%d) -> k*e`` (undoing a reshape).
+
+    ``e//d`` is looked up in its canonical form, so ``12*(z//12) + 4*((z//4)%3)``
+    folds to ``4*(z//4)`` and then, with ``z%4``, to ``z``.
+    """
     terms = {a: c for a, c in terms.items() if c}
     changed = True
     while changed:
         changed = False
-        for atom, c in list(terms.items()):
-            if not isinstance(atom, FloorDiv) or c % atom.divisor:
+        for atom, k in list(terms.items()):
+            if not isinstance(atom, Mod):
                 continue
-            partner = Mod(atom.base, atom.divisor)
-            if terms.get(partner) == c // atom.divisor:
-                k = c // atom.divisor
+            quotient = floordiv(atom.base, atom.divisor)
+            if len(quotient.terms) != 1 or quotient.const or quotient.terms[0][1] != 1:
+                continue
+            partner = quotient.terms[0][0]
+            if terms.get(partner) == k * atom.divisor:
                 del terms[atom], terms[partner]
                 for a2, c2 in atom.base.terms:
                     terms[a2] = terms.get(a2, 0) + k * c2

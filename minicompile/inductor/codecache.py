@@ -1,0 +1,171 @@
+"""The compile cache: C++ source -> a loaded shared library.
+
+In:  a C++ translation unit (a string).
+Out: a ``ctypes.CDLL`` of it, compiled by the machine's C++ compiler.
+
+Libraries are cached on disk under ``config.cache_dir``, named by the sha256 of
+(source, flags, compiler version, host CPU), so a second process — or a second
+run — loads instead of compiling.  Each ``<key>.so`` sits next to
+``<key>.sha256``, the checksum of its bytes: a library that does not match
+(a crash mid-write on a filesystem without atomic rename, a truncated copy) is
+rebuilt, never loaded.  Writes are atomic: compile to a file unique to this
+process and thread in the same directory, then ``os.replace`` it into place,
+so processes compiling the same source at once each finish with a complete
+library.  Within a process a dict remembers what is loaded.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+from .. import config, logs
+
+
+class CompilerNotFound(RuntimeError):
+    """No C++ compiler: ``config.cxx`` (``$CXX``) is unset or missing and none is on PATH."""
+
+
+class CompileError(RuntimeError):
+    """The C++ compiler rejected the generated source (the message holds its output)."""
+
+
+CANDIDATES = ("g++", "c++", "clang++")
+
+# Exact IEEE semantics: no fast-math, no fused multiply-add contraction; integer
+# overflow wraps as in NumPy.  -march=native is safe here because the cache key
+# includes the host CPU.
+BASE_FLAGS = (
+    "-O3", "-std=c++17", "-shared", "-fPIC", "-march=native",
+    "-fwrapv", "-ffp-contract=off", "-fno-fast-math", "-fopenmp",
+)
+
+_loaded: dict[str, ctypes.CDLL] = {}
+_lock = threading.Lock()
+
+
+def find_compiler() -> str:
+    """The C++ compiler to use: ``config.cxx`` if it exists, else the first on PATH."""
+    tried = []
+    for name in ([config.cxx] if config.cxx else []) + list(CANDIDATES):
+        tried.append(name)
+        path = shutil.which(name)
+        if path:
+            return path
+    raise CompilerNotFound(f"no C++ compiler found (tried {', '.join(tried)}); set CXX or config.cxx")
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cxx: str) -> str:
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError) as why:
+        raise CompilerNotFound(f"C++ compiler {cxx} does not run: {why}") from None
+
+
+@lru_cache(maxsize=None)
+def _host() -> str:
+    """What -march=native depends on: the machine and its CPU features."""
+    features = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags", "Features")):
+                features += line
+                if line.startswith(("flags", "Features")):
+                    break
+    except OSError:
+        pass
+    return f"{platform.machine()} {platform.processor()} {features}"
+
+
+def compile_flags() -> list[str]:
+    return list(BASE_FLAGS)
+
+
+def cache_key(source: str, cxx: str, flags: list[str]) -> str:
+    h = hashlib.sha256()
+    for part in (source, " ".join(flags), compiler_version(cxx), _host()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}_{threading.get_ident()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _try_load(lib_path: Path, sum_path: Path) -> ctypes.CDLL | None:
+    """The cached library if it is complete and loads; None means rebuild."""
+    try:
+        if _sha256_file(lib_path) != sum_path.read_text().strip():
+            return None
+        return ctypes.CDLL(str(lib_path))
+    except OSError:
+        return None
+
+
+def _compile(cxx: str, flags: list[str], source: str, lib_path: Path, sum_path: Path) -> ctypes.CDLL:
+    unique = f"tmp{os.getpid()}_{threading.get_ident()}"
+    src_tmp = lib_path.with_name(f"{lib_path.stem}.{unique}.cpp")
+    lib_tmp = lib_path.with_name(f"{lib_path.stem}.{unique}.so")
+    src_tmp.write_text(source)
+    cmd = [cxx, *flags, str(src_tmp), "-o", str(lib_tmp)]
+    logs.log("output_code", lambda: "compile command: " + " ".join(cmd))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"{cxx} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+        # Load our own build before publishing it: whatever another process
+        # writes to the shared name afterwards, this mapping stays ours.
+        try:
+            lib = ctypes.CDLL(str(lib_tmp))
+        except OSError as why:
+            raise CompileError(f"compiled library does not load: {why}") from None
+        # Checksum first, so a reader that sees the new library finds its sum.
+        _write_atomic(sum_path, _sha256_file(lib_tmp).encode())
+        os.replace(lib_tmp, lib_path)
+        os.replace(src_tmp, lib_path.with_suffix(".cpp"))
+        return lib
+    finally:
+        for leftover in (src_tmp, lib_tmp):
+            leftover.unlink(missing_ok=True)
+
+
+def clear_memory_cache() -> None:
+    """Forget the libraries loaded in this process (the disk cache stays)."""
+    with _lock:
+        _loaded.clear()
+
+
+def load(source: str) -> tuple[ctypes.CDLL, Path, list[str]]:
+    """Compile (or find in the cache) and load ``source``; returns the library,
+    its path and the compile flags.  Raises CompilerNotFound or CompileError."""
+    cxx = find_compiler()
+    flags = compile_flags()
+    key = cache_key(source, cxx, flags)
+    cache_dir = Path(config.cache_dir)
+    lib_path = cache_dir / f"{key}.so"
+    sum_path = cache_dir / f"{key}.sha256"
+    with _lock:
+        lib = _loaded.get(key)
+        if lib is not None:
+            return lib, lib_path, [cxx, *flags]
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
+        if lib is None:
+            lib = _compile(cxx, flags, source, lib_path, sum_path)
+        _loaded[key] = lib
+        return lib, lib_path, [cxx, *flags]

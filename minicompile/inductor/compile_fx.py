@@ -1,0 +1,108 @@
+"""The inductor's entry point: ``ir.Graph`` -> a callable running generated C++.
+
+In:  a graph and example inputs (their shapes, dtypes and strides are what
+     every later call will pass; the caller guards that).
+Out: a :class:`CompiledGraph`, called like the graph itself.
+
+The pipeline, one module per stage: dead-code elimination (``ir.passes``) ->
+lowering to loop IR (``lowering``) -> scheduling and fusion (``scheduler``) ->
+C++ (``codegen.cpp``) and the Python wrapper (``wrapper``) -> compiled and
+loaded through the cache (``codecache``).  When no C++ compiler is available,
+or compiling fails, the result runs the graph through NumPy instead and says
+why, once per process.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import ir, logs
+from . import codecache, scheduler, wrapper
+from .codegen import cpp
+
+
+class CompiledGraph:
+    """A compiled graph: ``compiled(*arrays) -> tuple`` in ``graph.outputs`` order.
+
+    ``kernels`` names the generated C++ kernels; ``kernel_source`` is the
+    translation unit, ``wrapper_source`` the Python that calls it,
+    ``compile_flags`` the compiler command (without files), ``schedule`` the
+    fused groups.  ``fallback_reason`` is set when the graph runs through NumPy.
+    """
+
+    def __init__(
+        self,
+        graph: ir.Graph,
+        call: Callable[..., tuple],
+        kernels: list[str],
+        kernel_source: str,
+        wrapper_source: str,
+        compile_flags: list[str],
+        schedule: str,
+        fallback_reason: str | None = None,
+    ):
+        self.graph = graph
+        self._call = call
+        self.kernels = kernels
+        self.kernel_source = kernel_source
+        self.wrapper_source = wrapper_source
+        self.compile_flags = compile_flags
+        self.schedule = schedule
+        self.fallback_reason = fallback_reason
+
+    def __call__(self, *inputs: Any) -> tuple:
+        return self._call(*inputs)
+
+    def __str__(self) -> str:
+        parts = [f"# compiled graph: {len(self.kernels)} kernel(s)"]
+        if self.fallback_reason:
+            parts.append(f"# running through NumPy: {self.fallback_reason}")
+        parts += [
+            "# ---- graph ----", self.graph.python_code(),
+            "# ---- schedule ----", str(self.schedule),
+            "# ---- compile flags ----", " ".join(self.compile_flags) or "(none)",
+            "# ---- kernels (C++) ----", self.kernel_source or "(none)",
+            "# ---- wrapper (Python) ----", self.wrapper_source or "(none)",
+        ]
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<CompiledGraph {len(self.kernels)} kernels: {', '.join(self.kernels)}>"
+
+
+_warned = False
+
+
+def _fallback(graph: ir.Graph, reason: str, schedule: str = "") -> CompiledGraph:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(f"minicompile: no compiled kernels, running the graph through NumPy: {reason}", stacklevel=3)
+    return CompiledGraph(graph, graph, [], "", "", [], schedule or f"(NumPy fallback: {reason})", reason)
+
+
+def _first_lines(text: str, n: int = 12) -> str:
+    lines = text.splitlines()
+    return "\n".join(lines[:n] + (["..."] if len(lines) > n else []))
+
+
+def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray]) -> CompiledGraph:
+    """Compile ``graph`` for inputs laid out like ``example_inputs``."""
+    graph = ir.dead_code_elimination(graph)
+    sched = scheduler.schedule(graph, list(example_inputs))
+    source, kernel_args = cpp.generate(sched)
+    wrapper_source = wrapper.generate(sched, kernel_args)
+    lib, flags = None, []
+    if sched.kernels:
+        try:
+            lib, _, flags = codecache.load(source)
+        except codecache.CompilerNotFound as why:
+            return _fallback(graph, str(why), str(sched))
+        except codecache.CompileError as why:
+            return _fallback(graph, _first_lines(str(why)), str(sched))
+    logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
+    call = wrapper.build(wrapper_source, sched, kernel_args, lib)
+    kernel_source = source if sched.kernels else ""
+    return CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags, str(sched))

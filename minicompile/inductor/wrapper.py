@@ -1,0 +1,162 @@
+"""The wrapper: the Python function that runs a schedule.
+
+In:  a :class:`~.scheduler.Schedule` and each kernel's pointer arguments.
+Out: :func:`generate` writes the source of ``def call(<inputs>)``, which
+     allocates every buffer with ``np.empty``, calls the kernels through
+     ctypes in order, runs Externs, and returns the outputs in graph order;
+     :func:`build` execs it against a loaded library.
+
+All analysis happens here, once: the generated function does nothing per call
+but allocate, fetch data pointers and call.  Outputs that are graph inputs are
+returned as the very object passed in; an output that is a view
+(transpose/reshape) is returned as a NumPy view of its base buffer, as eager
+NumPy would; a 0-d ufunc or reduction result is returned as a NumPy scalar,
+again as eager NumPy does.
+"""
+from __future__ import annotations
+
+import ctypes
+import keyword
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir.dtypes import short_name
+from ..ir.graph import format_value
+from . import loop_ir as L
+from .scheduler import Kernel, Schedule
+
+
+class _Names:
+    """Wrapper-local variable names: readable, unique, clear of globals."""
+
+    def __init__(self, reserved: set[str]):
+        self.used = set(reserved) | set(keyword.kwlist)
+
+    def new(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+
+def _dtype_global(dtype: np.dtype) -> str:
+    return f"_{short_name(dtype)}"
+
+
+class _WrapperWriter:
+    def __init__(self, schedule: Schedule, kernel_args: dict[str, list[str]]):
+        self.s = schedule
+        self.kernel_args = kernel_args
+        self.lines: list[str] = []
+        self.globals_used: dict[str, str] = {}  # global name -> what it is (for the namespace)
+        reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels}
+        reserved |= {f"_op_{n.op.name}" for n in schedule.graph.calls}
+        reserved |= {_dtype_global(b.dtype) for b in schedule.buffers.values()}
+        self.names = _Names(reserved)
+        self.var: dict[str, str] = {}  # buffer/view/input name -> local variable
+        self.kernel_read = {b for args in kernel_args.values() for b in args}
+
+    def emit(self, text: str) -> None:
+        self.lines.append("    " + text)
+
+    def array(self, name: str) -> str:
+        """The local holding node ``name`` as an array, emitting a view if needed."""
+        if name in self.var:
+            return self.var[name]
+        node = self.s.views[name]
+        base = self.array(node.inputs[0].name)
+        consts = ", ".join(format_value(a) for a in node.args[1:])
+        local = self.names.new(name)
+        self.emit(f"{local} = _op_{node.op.name}({base}, {consts})  # view")
+        self.var[name] = local
+        return local
+
+    def generate(self) -> str:
+        graph = self.s.graph
+        params = []
+        for layout in self.s.inputs:
+            local = self.names.new(layout.name)
+            params.append(local)
+            self.var[layout.name] = local
+        header = f"def call({', '.join(params)}):"
+        for layout, param in zip(self.s.inputs, params):
+            if layout.needs_array:
+                buf = self.s.buffers[layout.name]
+                local = self.names.new(f"{layout.name}_c")
+                self.emit(f'{local} = _np.asarray({param}, dtype={_dtype_global(buf.dtype)}, order="C")')
+                self.var[layout.name] = local
+        for step in self.s.steps:
+            if isinstance(step, Kernel):
+                self._kernel(step)
+            else:
+                self._extern(step)
+        results = []
+        for out in graph.outputs:
+            if out.kind == "placeholder":
+                results.append(params[[p.name for p in self.s.inputs].index(out.name)])
+                continue
+            expr = self.array(out.name)
+            scalar_ops = out.op.kind == "reduction" or out.op.ufunc is not None
+            if out.shape == () and scalar_ops and self.s.buffers.get(out.name, None) is not None \
+                    and self.s.buffers[out.name].kind == "kernel":
+                expr += "[()]"  # eager NumPy returns a scalar here
+            results.append(expr)
+        ret = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        self.emit(f"return {ret}")
+        return "\n".join([header] + self.lines) + "\n"
+
+    def _kernel(self, kernel: Kernel) -> None:
+        for store in kernel.stores:
+            buf = self.s.buffers[store.buffer]
+            local = self.names.new(f"buf_{store.buffer}")
+            self.var[store.buffer] = local
+            self.emit(f"{local} = _empty({buf.shape!r}, {_dtype_global(buf.dtype)})")
+        if 0 in kernel.ranges:
+            self.emit(f"# {kernel.name}: nothing to compute (empty output)")
+            return
+        ptrs = ", ".join(f"{self.var[b]}.ctypes.data" for b in self.kernel_args[kernel.name])
+        self.emit(f"{kernel.name}({ptrs})")
+
+    def _extern(self, ext: L.Extern) -> None:
+        def arg(a: Any) -> str:
+            if isinstance(a, L.BufferRef):
+                return self.array(a.name)
+            if isinstance(a, (tuple, list)):
+                inner = ", ".join(arg(v) for v in a)
+                return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else f"({inner})"
+            return format_value(a)
+
+        call = f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
+        local = self.names.new(f"buf_{ext.name}")
+        self.var[ext.name] = local
+        if ext.name in self.kernel_read:
+            # Kernels read it with baked-in contiguous strides and its dtype.
+            call = f'_np.asarray({call}, dtype={_dtype_global(ext.dtype)}, order="C")'
+        self.emit(f"{local} = {call}  # {ext.reason}")
+
+
+def generate(schedule: Schedule, kernel_args: dict[str, list[str]]) -> str:
+    """The source of the wrapper function ``call``."""
+    return _WrapperWriter(schedule, kernel_args).generate()
+
+
+def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], lib: ctypes.CDLL | None) -> Callable[..., tuple]:
+    """Exec the wrapper source; kernels are bound as ctypes functions once, here."""
+    namespace: dict[str, Any] = {
+        "_np": np, "np": np, "_empty": np.empty, "nan": float("nan"), "inf": float("inf"),
+    }
+    for buf in schedule.buffers.values():
+        namespace[_dtype_global(buf.dtype)] = buf.dtype
+    for node in schedule.graph.calls:
+        namespace[f"_op_{node.op.name}"] = node.op.impl
+    for kernel in schedule.kernels:
+        fn = lib[kernel.name]
+        fn.argtypes = [ctypes.c_void_p] * len(kernel_args[kernel.name])
+        fn.restype = None
+        namespace[kernel.name] = fn
+    exec(compile(source, "<minicompile wrapper>", "exec"), namespace)
+    return namespace["call"]
+

@@ -1,0 +1,63 @@
+"""Helpers shared by the inductor tests: compare a compiled graph with the interpreter."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from minicompile import ir
+from minicompile.inductor import compile_graph
+
+# Tolerance per result dtype.  Integers and bools are exact; floats differ from
+# NumPy only by libm rounding of transcendentals and by summation order.
+TOLERANCE = {
+    np.dtype(np.float16): dict(rtol=1e-2, atol=1e-2),
+    np.dtype(np.float32): dict(rtol=1e-4, atol=1e-4),
+    np.dtype(np.float64): dict(rtol=1e-9, atol=1e-9),
+}
+
+
+def run_both(graph: ir.Graph, inputs: list):
+    """(eager outputs, compiled outputs, compiled graph); either may be an exception."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            # Dead nodes are dropped before compiling (every op is pure), so the
+            # oracle is the graph without them: a dead node may raise in NumPy.
+            expected = ir.dead_code_elimination(graph)(*inputs)
+        except Exception as why:  # NumPy rejects the program at run time
+            expected = why
+        compiled = compile_graph(graph, inputs)
+    # The NumPy fallback would agree trivially: these tests are about the kernels.
+    assert compiled.fallback_reason is None, compiled.fallback_reason
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            actual = compiled(*inputs)
+        except Exception as why:
+            actual = why
+    return expected, actual, compiled
+
+
+def assert_same(expected, actual, context: str = "") -> None:
+    if isinstance(expected, Exception):
+        assert isinstance(actual, type(expected)), f"{context}: eager raised {expected!r}, compiled gave {actual!r}"
+        return
+    assert not isinstance(actual, Exception), f"{context}: compiled raised {actual!r}"
+    assert len(expected) == len(actual)
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = np.asarray(e), np.asarray(a)
+        where = f"{context} output {i}"
+        assert a.dtype == e.dtype, f"{where}: dtype {a.dtype} != {e.dtype}"
+        assert a.shape == e.shape, f"{where}: shape {a.shape} != {e.shape}"
+        if e.dtype.kind == "f":
+            np.testing.assert_allclose(a, e, equal_nan=True, err_msg=where, **TOLERANCE[e.dtype])
+        else:
+            np.testing.assert_array_equal(a, e, err_msg=where)
+
+
+def check(graph: ir.Graph, inputs: list):
+    """Compile, run, compare; returns the compiled graph for structural checks."""
+    expected, actual, compiled = run_both(graph, inputs)
+    assert_same(expected, actual, str(compiled))
+    return compiled

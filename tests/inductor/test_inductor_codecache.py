@@ -1,0 +1,142 @@
+"""The on-disk cache: corrupt libraries are rebuilt, concurrent compiles are
+safe, and a missing compiler degrades to NumPy with one warning."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minicompile import config, ir
+from minicompile.inductor import codecache, compile_fx, compile_graph
+from minicompile.ir import TensorMeta
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def small_graph(scale: float = 2.0) -> ir.Graph:
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((3, 4), np.dtype(np.float64)))
+    g.output([g.call("sum", g.call("tanh", g.call("multiply", x, scale)), axis=1)])
+    return g
+
+
+X = np.linspace(-1, 1, 12).reshape(3, 4)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """An empty cache directory and an empty in-process cache."""
+    monkeypatch.setattr(config, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(codecache, "_loaded", {})
+    return tmp_path / "cache"
+
+
+def only_library(cache: Path) -> Path:
+    (lib,) = cache.glob("*.so")
+    return lib
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Swap in new contents (a new inode: the loaded library stays mapped intact)."""
+    tmp = path.with_name("replacement")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def test_cached_library_is_reused(fresh_cache, monkeypatch):
+    g = small_graph()
+    compile_graph(g, [X])
+    lib = only_library(fresh_cache)
+    stamp = lib.stat().st_mtime_ns
+    monkeypatch.setattr(codecache, "_loaded", {})
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("compiled although the library was cached")
+
+    monkeypatch.setattr(codecache, "_compile", no_compiler)
+    np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0])
+    assert lib.stat().st_mtime_ns == stamp
+
+
+def test_truncated_library_is_rebuilt(fresh_cache, monkeypatch):
+    g = small_graph()
+    compile_graph(g, [X])
+    lib = only_library(fresh_cache)
+    good = lib.read_bytes()
+    replace_file(lib, good[: len(good) // 3])
+    monkeypatch.setattr(codecache, "_loaded", {})
+    np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0])
+    assert lib.read_bytes() == good or codecache._sha256_file(lib) == lib.with_suffix(".sha256").read_text()
+
+
+def test_unloadable_library_with_matching_checksum_is_rebuilt(fresh_cache, monkeypatch):
+    g = small_graph()
+    compile_graph(g, [X])
+    lib = only_library(fresh_cache)
+    replace_file(lib, b"not a shared library")
+    lib.with_suffix(".sha256").write_text(codecache._sha256_file(lib))
+    monkeypatch.setattr(codecache, "_loaded", {})
+    np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0])
+    assert lib.read_bytes() != b"not a shared library"
+
+
+def test_two_processes_compile_the_same_graph_at_once(tmp_path):
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from minicompile import ir
+        from minicompile.inductor import compile_graph
+        from minicompile.ir import TensorMeta
+        g = ir.Graph()
+        x = g.placeholder("x", TensorMeta((64,), np.dtype(np.float32)))
+        g.output([g.call("exp", g.call("multiply", x, 0.5))])
+        a = np.arange(64, dtype=np.float32)
+        compiled = compile_graph(g, [a])
+        assert compiled.kernels and compiled.fallback_reason is None
+        np.testing.assert_allclose(compiled(a)[0], g(a)[0], rtol=1e-6)
+        print("ok")
+        """
+    )
+    env = {**os.environ, "MINICOMPILE_CACHE_DIR": str(tmp_path / "shared"), "PYTHONPATH": str(REPO)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip() == "ok"
+    assert len(list((tmp_path / "shared").glob("*.so"))) == 1
+    assert not list((tmp_path / "shared").glob("*tmp*"))
+
+
+def test_missing_compiler_falls_back_with_one_warning(fresh_cache, monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "cxx", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
+    monkeypatch.setattr(compile_fx, "_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = compile_graph(small_graph(2.0), [X])
+        second = compile_graph(small_graph(3.0), [X])
+    assert len(caught) == 1
+    assert "no-such-compiler" in str(caught[0].message)
+    for compiled, scale in ((first, 2.0), (second, 3.0)):
+        assert compiled.kernels == [] and compiled.fallback_reason
+        np.testing.assert_allclose(compiled(X)[0], small_graph(scale)(X)[0])
+        assert "NumPy" in str(compiled)
+
+
+def test_compile_error_falls_back_and_shows_the_compiler_output(fresh_cache, monkeypatch):
+    monkeypatch.setattr(codecache, "compile_flags", lambda: ["-shared", "--no-such-flag"])
+    monkeypatch.setattr(compile_fx, "_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = compile_graph(small_graph(), [X])
+    assert len(caught) == 1 and "no-such-flag" in str(caught[0].message)
+    np.testing.assert_allclose(compiled(X)[0], small_graph()(X)[0])
