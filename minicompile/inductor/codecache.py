@@ -39,11 +39,15 @@ class CompileError(RuntimeError):
 CANDIDATES = ("g++", "c++", "clang++")
 
 # Exact IEEE semantics: no fast-math, no fused multiply-add contraction; integer
-# overflow wraps as in NumPy.  -march=native is safe here because the cache key
+# overflow wraps as in NumPy.  NumPy never reads errno, so math functions need
+# not set it (-fno-math-errno), and nothing here traps on floating-point
+# exceptions (-fno-trapping-math: results are unchanged, but both sides of a
+# select may be computed), which lets sqrt and branch-free math vectorize.  -march=native is safe here because the cache key
 # includes the host CPU.
 BASE_FLAGS = (
     "-O3", "-std=c++17", "-shared", "-fPIC", "-march=native",
-    "-fwrapv", "-ffp-contract=off", "-fno-fast-math", "-fopenmp",
+    "-fwrapv", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno",
+    "-fno-trapping-math", "-fopenmp",
 )
 
 _loaded: dict[str, ctypes.CDLL] = {}

@@ -117,10 +117,98 @@ template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
     return result;
 }
 
+// float32 exp, log and tanh, written so that the compiler vectorizes them
+// (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  Each
+// computes in double, where short polynomials leave an error far below a
+// float32 ulp, so the result rounded to float32 is within 1 ulp of the exact
+// value.  Special values (NaN, +-inf, 0, negatives for log) are selected at
+// the end, without branches.
+static inline double mc_bits_to_double(uint64_t bits) { double d; __builtin_memcpy(&d, &bits, 8); return d; }
+static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcpy(&b, &d, 8); return b; }
+
+// e^x for |x| <= 200: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor
+// series to r^10 (truncation < 1e-12 relative), times 2^n built from bits.
+static inline double mc_exp_core(double x) {
+    const double n = std::nearbyint(x * 1.4426950408889634);
+    const double r = (x - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
+    double p = 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * mc_bits_to_double((uint64_t)((int64_t)n + 1023) << 52);
+}
+
+static inline float mc_exp_f32(float xf) {
+    const double x = xf;
+    // e^x overflows float32 above 88.8 and underflows to 0 below -103.9.
+    const double clamped = x < -120.0 ? -120.0 : (x > 100.0 ? 100.0 : x);
+    const float y = (float)mc_exp_core(clamped);
+    return xf != xf ? xf : y;
+}
+
+// log x = e ln2 + log m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s),
+// s = (m-1)/(m+1), |s| < 0.172, by its odd series to s^15.
+static inline float mc_log_f32(float xf) {
+    const double x = xf;  // every positive float32 is a normal double
+    const uint64_t bits = mc_double_to_bits(x);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
+    double m = mc_bits_to_double((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
+    const bool big = m > 1.4142135623730951;
+    const double half = m * 0.5;
+    m = big ? half : m;
+    e = big ? e + 1 : e;
+    const double s = (m - 1.0) / (m + 1.0);
+    const double s2 = s * s;
+    double p = 1.0 / 15.0;
+    p = p * s2 + 1.0 / 13.0;
+    p = p * s2 + 1.0 / 11.0;
+    p = p * s2 + 1.0 / 9.0;
+    p = p * s2 + 1.0 / 7.0;
+    p = p * s2 + 1.0 / 5.0;
+    p = p * s2 + 1.0 / 3.0;
+    p = p * s2 + 1.0;
+    const float y = (float)((double)e * 0.6931471805599453 + 2.0 * s * p);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    return xf > 0 ? (xf == inf ? inf : y) : (xf == 0 ? -inf : (xf != xf ? xf : nan));
+}
+
+// tanh x = (e^2|x| - 1) / (e^2|x| + 1) with the sign of x; below 2^-7 the
+// subtraction would cancel, so the odd series x - x^3/3 + 2x^5/15 - 17x^7/315
+// takes over.  Past |x| = 10, tanh rounds to 1 in float32.
+static inline float mc_tanh_f32(float xf) {
+    const double x = xf;
+    const double a = std::fabs(x);
+    const double e = mc_exp_core(2.0 * (a < 10.0 ? a : 10.0));
+    const double a2 = a * a;
+    const double series = a * (1.0 + a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))));
+    const double ratio = (e - 1.0) / (e + 1.0);
+    const double t = a < 0.0078125 ? series : ratio;
+    const float y = (float)std::copysign(t, x);
+    return xf != xf ? xf : y;
+}
+
 // np.maximum / np.minimum: a NaN on either side wins.
 template <typename T> static inline T mc_maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
 template <typename T> static inline T mc_minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
 """
+
+
+# float32 (and float16, which computes in float) transcendentals that vectorize;
+# float64 keeps the C library's functions.
+FLOAT32_MATH: dict[str, str] = {
+    "exp": "mc_exp_f32({0})",
+    "log": "mc_log_f32({0})",
+    "tanh": "mc_tanh_f32({0})",
+}
+FLOAT32_KIND = (np.dtype(np.float32), np.dtype(np.float16))
 
 
 def _by_kind(**templates: str) -> dict[str, str]:
@@ -272,9 +360,11 @@ class _KernelWriter:
         elif isinstance(v, L.Cast):
             expr = f"({ctype(v.dtype)})({self.compute(v.value)})"
         else:
-            kind = v.args[-1].dtype.kind
+            loop_dtype = v.args[-1].dtype
+            template = FLOAT32_MATH.get(v.name) if loop_dtype in FLOAT32_KIND else None
+            template = template or CPP_OPS[v.name][loop_dtype.kind]
             operands = [self.compute(a) for a in v.args]
-            expr = f"({ctype(v.dtype)})({CPP_OPS[v.name][kind].format(*operands)})"
+            expr = f"({ctype(v.dtype)})({template.format(*operands)})"
         name = self.tmp()
         self.line(f"{ctype(v.dtype)} {name} = {expr};")
         self.memo[v] = name
