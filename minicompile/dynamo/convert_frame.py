@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import warnings
 
+import numpy as np
+
 from .. import config, ir, logs
 from ..ir import passes
 from . import bytecode
@@ -99,8 +101,7 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
         node = var.node
         if node not in outputs:
             outputs.append(node)
-        as_scalar = node.meta.ndim == 0 and node.op is not None and node.op.scalar_result
-        return ("scalar" if as_scalar else "array", outputs.index(node))
+        return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         return ("const", var.value)
     if isinstance(var, (TupleVariable, ListVariable)):
@@ -112,9 +113,11 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
 def rebuild(spec: Any, values: tuple) -> Any:
     kind, payload = spec
     if kind == "array":
-        return values[payload]
+        value = values[payload]
+        # a backend may hand back a NumPy scalar for a 0-d result; eager had an array
+        return np.asarray(value) if isinstance(value, np.generic) else value
     if kind == "scalar":
-        return values[payload][()]  # NumPy returns a NumPy scalar here, not a 0-d array
+        return values[payload][()]  # eager NumPy had a NumPy scalar here, not a 0-d array
     if kind == "const":
         return payload
     items = [rebuild(s, values) for s in payload]
@@ -141,7 +144,9 @@ def compile_entry(
 
     if cap.break_reason is not None:
         logs.log("graph_breaks", f"{fn.__qualname__}: {cap.break_reason}; running it eagerly")
-        if fullgraph:
+        # Under fullgraph, a program NumPy itself rejects raises NumPy's error
+        # (from the eager run below), not a graph-break error.
+        if fullgraph and not cap.break_reason.numpy_error:
             raise GraphBreakError(cap.break_reason)
 
         def run_eager(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:

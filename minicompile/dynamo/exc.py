@@ -11,6 +11,7 @@ class BreakReason:
     reason: str
     filename: str
     lineno: int | None
+    numpy_error: bool = False  # eager execution raises here too
 
     def __str__(self) -> str:
         return f"{self.reason} ({self.filename}:{self.lineno})"
@@ -23,9 +24,12 @@ class Unsupported(Exception):
     raising code only has to say *what* is unsupported.
     """
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, numpy_error: bool = False):
         super().__init__(reason)
         self.reason = reason
+        # True when the program itself is wrong (NumPy or Python would raise
+        # here too), as opposed to minicompile not following it.
+        self.numpy_error = numpy_error
 
 
 class GraphBreakError(RuntimeError):

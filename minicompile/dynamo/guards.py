@@ -75,7 +75,7 @@ class GuardSet:
             self.add(source, f"{s} != {s}", s, lineno)  # NaN is the only float != itself
         elif isinstance(value, (float, np.floating)) and value == 0:
             # 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in the sign of zeros.
-            check = f"{s} == 0 and ___copysign(1.0, {s}) == {np.copysign(1.0, value)!r}"
+            check = f"{s} == 0 and ___copysign(1.0, {s}) == {float(np.copysign(1.0, value))!r}"
             self.add(source, check, s, lineno)
         else:
             self.add(source, f"{s} == {self.constant(value)}", s, lineno)

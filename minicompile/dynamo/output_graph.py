@@ -29,6 +29,9 @@ from .variables import (
     VariableTracker,
 )
 
+# Ops that, applied to a NumPy scalar, give back a NumPy scalar (x.sum().astype(...)).
+SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose"})
+
 # Python values that are baked into the graph as constants (and guarded on value).
 CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype)
 
@@ -104,7 +107,7 @@ class OutputGraph:
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
 
-    def call(self, op: str, args: dict[str, VariableTracker]) -> ArrayVariable:
+    def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks."""
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
         try:
@@ -112,5 +115,10 @@ class OutputGraph:
         except Unsupported:
             raise
         except Exception as e:  # NumPy would raise here too: let eager NumPy do it
-            raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}") from None
-        return ArrayVariable(node)
+            raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}", numpy_error=True) from None
+        first = next(iter(args.values()), None)
+        scalar = node.meta.ndim == 0 and (
+            node.op.scalar_result
+            or (op in SCALAR_PRESERVING and isinstance(first, ArrayVariable) and first.scalar)
+        )
+        return ArrayVariable(node, scalar=scalar)

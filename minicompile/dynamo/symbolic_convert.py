@@ -111,7 +111,7 @@ class InstructionTranslator:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
         except Unsupported as e:
-            e.where = BreakReason(e.reason, self.code.co_filename, self.lineno)
+            e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
             raise
 
     def push(self, var: VariableTracker) -> None:
@@ -169,7 +169,7 @@ class InstructionTranslator:
             raise
         except Exception as e:
             name = getattr(fn, "__name__", repr(fn))
-            raise Unsupported(f"{name}(...) raised {type(e).__name__}: {e}") from None
+            raise Unsupported(f"{name}(...) raised {type(e).__name__}: {e}", numpy_error=True) from None
 
     def truth(self, var: VariableTracker) -> bool:
         if isinstance(var, ArrayVariable):
@@ -328,8 +328,11 @@ class InstructionTranslator:
                 raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
         if op is None:
             raise Unsupported(f"operator '{symbol}' on arrays is not supported yet")
-        names = ("x1", "x2")
-        return self.output.call(op, dict(zip(names, (a, b))))
+        if (symbol == "**" and isinstance(a, ArrayVariable) and not a.scalar
+                and isinstance(b, ConstantVariable) and type(b.value) is int and b.value == 2):
+            # ndarray.__pow__ computes x ** 2 as np.square(x): bool ** 2 is int8.
+            return self.output.call("square", {"x": a})
+        return self.output.call(op, {"x1": a, "x2": b})
 
     def BINARY_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
@@ -368,11 +371,14 @@ class InstructionTranslator:
     def TO_BOOL(self, inst) -> None:  # 3.13
         self.push(ConstantVariable(self.truth(self.pop())))
 
+    def LIST_TO_TUPLE(self, inst) -> None:  # 3.11
+        self.push(TupleVariable(list(self.pop().items)))
+
     def CALL_INTRINSIC_1(self, inst) -> None:  # 3.12+
         if inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
             self.unary("positive")
         elif inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
-            self.push(TupleVariable(list(self.pop().items)))
+            self.LIST_TO_TUPLE(inst)
         else:
             raise Unsupported(f"{inst.argrepr} is not supported yet")
 
@@ -618,7 +624,7 @@ class InstructionTranslator:
     def builtin_len(self, var: VariableTracker) -> VariableTracker:
         if isinstance(var, ArrayVariable):
             if var.node.meta.ndim == 0:
-                raise Unsupported("TypeError: len() of unsized object")
+                raise Unsupported("TypeError: len() of unsized object", numpy_error=True)
             return ConstantVariable(var.node.meta.shape[0])
         if isinstance(var, (TupleVariable, ListVariable)):
             return ConstantVariable(len(var.items))

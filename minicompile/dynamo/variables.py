@@ -38,9 +38,13 @@ class VariableTracker:
 class ArrayVariable(VariableTracker):
     node: Node
     source: Source | None = None
+    # True where eager NumPy would hold a NumPy scalar (np.float32(...)) rather
+    # than an array: the 0-d result of a ufunc or a reduction, and methods of
+    # such a scalar.  Only the type of a returned value depends on it.
+    scalar: bool = False
 
     def describe(self) -> str:
-        return f"array {self.node.meta}"
+        return f"{'NumPy scalar' if self.scalar else 'array'} {self.node.meta}"
 
 
 @dataclass(eq=False)

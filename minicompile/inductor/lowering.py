@@ -38,7 +38,7 @@ class Unsupported(Exception):
 # generator implements exactly these; anything else lowers to an Extern.
 POINTWISE_KINDS: dict[str, str] = {
     "add": "biuf", "subtract": "iuf", "multiply": "biuf", "divide": "f",
-    "floor_divide": "iuf", "remainder": "iuf", "power": "iuf",
+    "floor_divide": "iuf", "remainder": "iuf", "power": "iuf", "square": "iuf",
     "negative": "iuf", "positive": "biuf", "absolute": "biuf",
     "maximum": "biuf", "minimum": "biuf",
     "less": "biuf", "less_equal": "biuf", "greater": "biuf", "greater_equal": "biuf",

@@ -143,6 +143,27 @@ def ufunc_loop_dtypes(ufunc: np.ufunc, operands: tuple) -> tuple[np.dtype, ...]:
     return tuple(np.dtype(d) for d in loop)
 
 
+COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _exact_comparison_operands(args: dict[str, Any]) -> dict[str, Any]:
+    """NumPy 2 compares an array with a Python int outside its dtype exactly
+    (``int8_array < 300`` is all True).  A strong int64 operand gives the same
+    exact answer through an int64 loop, so the weak int becomes np.int64."""
+    x1, x2 = args["x1"], args["x2"]
+
+    def widen(value: Any, other: Any) -> Any:
+        other_dtype = getattr(other, "dtype", None)
+        if (dt.is_weak_scalar(value) and isinstance(value, int) and other_dtype is not None
+                and other_dtype.kind in "iu" and other_dtype != np.uint64):
+            info = np.iinfo(other_dtype)
+            if not info.min <= value <= info.max and -2**63 <= value < 2**63:
+                return np.int64(value)
+        return value
+
+    return {"x1": widen(x1, x2), "x2": widen(x2, x1)}
+
+
 def _pointwise(ufunc: np.ufunc) -> OpDef:
     def meta(**args: Any) -> TensorMeta:
         operands = tuple(args.values())
@@ -158,13 +179,15 @@ def _pointwise(ufunc: np.ufunc) -> OpDef:
 
     impl.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     impl.__name__ = ufunc.__name__
-    return OpDef(ufunc.__name__, "pointwise", impl, meta, ufunc=ufunc, scalar_result=True)
+    canonicalize = _exact_comparison_operands if ufunc.__name__ in COMPARISONS else None
+    return OpDef(ufunc.__name__, "pointwise", impl, meta, canonicalize=canonicalize, ufunc=ufunc,
+                 scalar_result=True)
 
 
 POINTWISE_UFUNCS = (
     # arithmetic
     np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
-    np.power, np.negative, np.positive, np.absolute, np.maximum, np.minimum,
+    np.power, np.square, np.negative, np.positive, np.absolute, np.maximum, np.minimum,
     # comparisons and logic
     np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
     np.logical_not, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,

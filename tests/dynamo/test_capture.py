@@ -560,14 +560,8 @@ def test_compiled_matches_eager(case):
     assert len(compiled.cache) == 1
 
 
-# Known capture bugs: the case still matches eager (it falls back), but breaks the graph.
-KNOWN_BREAKS = {
-    "star_args_forward": pytest.mark.xfail(
-        sys.version_info < (3, 12), strict=True,
-        reason="bug: Python 3.11 compiles f(x, *rest) with LIST_TO_TUPLE, which the "
-               "interpreter does not handle (3.12+ use CALL_INTRINSIC_1, which it does)",
-    ),
-}
+# Known capture gaps: the case still matches eager (it falls back), but breaks the graph.
+KNOWN_BREAKS: dict = {}
 
 
 @pytest.mark.parametrize("case", [
@@ -599,11 +593,6 @@ def test_zero_d_results_are_numpy_scalars():
     assert type(result) is np.int64
 
 
-@pytest.mark.xfail(
-    reason="bug: astype of a NumPy scalar returns a 0-d ndarray when compiled "
-           "(eager: np.float64(..).astype(np.float32) is an np.float32 scalar)",
-    strict=True,
-)
 def test_astype_of_scalar_result_stays_scalar():
     def sum_as_float32(x):
         return x.sum().astype(np.float32)
@@ -612,11 +601,6 @@ def test_astype_of_scalar_result_stays_scalar():
     assert_same(mc.compile(sum_as_float32, backend="eager")(x), sum_as_float32(x))
 
 
-@pytest.mark.xfail(
-    reason="bug: NumPy's ndarray.__pow__ computes x ** 2 as np.square(x), which gives int8 "
-           "for a bool array; the graph uses np.power(x, 2), which gives int64",
-    strict=True,
-)
 def test_bool_squared():
     def squared(p):
         return p ** 2
@@ -626,8 +610,8 @@ def test_bool_squared():
 
 
 @pytest.mark.xfail(
-    reason="bug: ** 0.5 on a NumPy scalar (the result of a reduction) is C pow(), which gives "
-           "inf for -inf (and 0.0 for -0.0); the graph computes np.power on a 0-d array: nan",
+    reason="known gap: ** 0.5 on a NumPy scalar (the result of a reduction) is C pow(), which "
+           "gives inf for -inf (and 0.0 for -0.0); the graph computes np.power on a 0-d array: nan",
     strict=True,
 )
 def test_scalar_power_half():
@@ -876,3 +860,12 @@ def test_eager_error_is_raised_compiled(fn, make_args, error):
     assert type(got.value) is type(eager.value)
     with pytest.raises(type(eager.value)):
         compiled(*args)  # and again, from the cache
+
+
+def test_fullgraph_raises_numpys_own_error_for_a_wrong_program():
+    def mismatched(x, y):
+        return x + y
+
+    f = mc.compile(mismatched, backend="eager", fullgraph=True)
+    with pytest.raises(ValueError):
+        f(np.ones(3), np.ones(4))

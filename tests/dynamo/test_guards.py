@@ -112,12 +112,6 @@ def test_new_python_scalar_recompiles(x, first, second):
     assert len(f.cache) == 2
 
 
-@pytest.mark.xfail(
-    reason="bug: the guard for a float 0.0 is written with repr(np.float64(1.0)) == "
-           "'np.float64(1.0)', and `np` is not defined in the guard namespace: NameError",
-    raises=NameError,
-    strict=True,
-)
 def test_zero_float_scalar_is_guarded():
     x = randn(3)
     f = mc.compile(scale_shift, backend="eager")
@@ -126,8 +120,6 @@ def test_zero_float_scalar_is_guarded():
     assert len(f.cache) == 1
 
 
-@pytest.mark.xfail(reason="bug: same NameError in the guard for float zeros",
-                   raises=NameError, strict=True)
 def test_negative_zero_recompiles():
     x = np.ones(3)
     # 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in the sign of their zeros.
@@ -321,10 +313,9 @@ SHAPES = [(), (3,), (4,), (2, 3), (3, 2), (2, 1, 3)]
 DTYPES = [np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64)]
 LAYOUTS = ["contiguous", "transposed", "strided"]
 # Scalars that compare equal but differ in type (True == 1 == 1.0 == np.float32(1)):
-# only a type guard tells them apart.  Float ±0.0 is left out: see
-# test_zero_float_scalar_is_guarded (xfail, NameError in the guard).
+# only a type guard tells them apart; 0.0 and -0.0 differ only in their sign.
 SCALARS = [True, False, 0, 1, 1.0, np.float32(1.0), np.int32(1), 2, 2.0, np.float64(2.0),
-           -1, -1.0, 0.5, -1.5, math.inf]
+           -1, -1.0, 0.5, -1.5, math.inf, 0.0, -0.0, np.float64(-0.0)]
 
 
 @st.composite

@@ -221,12 +221,6 @@ def test_meta_raises_what_numpy_raises(op, args, kwargs, error):
         g.call(op, *graph_args, **kwargs)  # ...and the meta rule agree
 
 
-@pytest.mark.xfail(
-    reason="bug: NumPy 2 compares an int32 array with an out-of-range Python int "
-           "(int32_array < 3_000_000_000 is all True), but the meta rule raises OverflowError",
-    raises=OverflowError,
-    strict=True,
-)
 def test_compare_with_huge_int():
     g, (x,) = graph_with(((3,), i32))
     for op in ("less", "equal", "greater_equal"):

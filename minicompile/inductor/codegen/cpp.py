@@ -226,6 +226,7 @@ CPP_OPS: dict[str, dict[str, str]] = {
     "floor_divide": _by_kind(iu="mc_floordiv_int({0}, {1})", f="mc_floordiv_float({0}, {1})"),
     "remainder": _by_kind(iu="mc_remainder_int({0}, {1})", f="mc_remainder_float({0}, {1})"),
     "power": _by_kind(iu="mc_ipow({0}, (int64_t){1})", f="std::pow({0}, {1})"),
+    "square": _by_kind(iuf="{0} * {0}"),
     "negative": _by_kind(iuf="-{0}"),
     "positive": _by_kind(biuf="{0}"),
     "absolute": _by_kind(b="{0}", i="({0} < 0 ? -{0} : {0})", u="{0}", f="std::fabs({0})"),
