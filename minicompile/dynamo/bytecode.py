@@ -23,12 +23,19 @@ class VersionFacts:
     kw_names_instruction: bool
     # 3.12+ fold LOAD_METHOD into LOAD_ATTR, flagged by the low bit of its arg.
     load_attr_method_flag: bool
+    # When FOR_ITER finds its iterator exhausted it pops it and jumps to its
+    # target, then skips this many instructions there: none on 3.11 (the
+    # target is past the loop), END_FOR on 3.12, END_FOR + POP_TOP on 3.13.
+    for_iter_exhausted_skip: int
 
 
 FACTS = {
-    (3, 11): VersionFacts(null_before_callable=True, kw_names_instruction=True, load_attr_method_flag=False),
-    (3, 12): VersionFacts(null_before_callable=True, kw_names_instruction=True, load_attr_method_flag=True),
-    (3, 13): VersionFacts(null_before_callable=False, kw_names_instruction=False, load_attr_method_flag=True),
+    (3, 11): VersionFacts(null_before_callable=True, kw_names_instruction=True,
+                          load_attr_method_flag=False, for_iter_exhausted_skip=0),
+    (3, 12): VersionFacts(null_before_callable=True, kw_names_instruction=True,
+                          load_attr_method_flag=True, for_iter_exhausted_skip=1),
+    (3, 13): VersionFacts(null_before_callable=False, kw_names_instruction=False,
+                          load_attr_method_flag=True, for_iter_exhausted_skip=2),
 }
 
 try:

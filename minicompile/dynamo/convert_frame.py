@@ -33,9 +33,12 @@ from .symbolic_convert import InstructionTranslator
 from .variables import (
     ArrayVariable,
     ConstantVariable,
+    DictVariable,
     ListVariable,
     PythonObjectVariable,
     TupleVariable,
+    UserFunctionVariable,
+    UserObjectVariable,
     VariableTracker,
 )
 
@@ -107,10 +110,18 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
         return (kind, [_output_spec(v, outputs) for v in var.items])
+    if isinstance(var, DictVariable):
+        return ("dict", {k: _output_spec(v, outputs) for k, v in var.items.items()})
+    if isinstance(var, UserObjectVariable) and var.source is not None:
+        # Only its type is guarded: return the object this call was given.
+        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+    if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType) \
+            and var.bound_self is None:
+        return ("const", var.fn)
     raise Unsupported(f"returning {var.describe()} is not supported yet")
 
 
-def rebuild(spec: Any, values: tuple) -> Any:
+def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
     kind, payload = spec
     if kind == "array":
         value = values[payload]
@@ -120,7 +131,11 @@ def rebuild(spec: Any, values: tuple) -> Any:
         return values[payload][()]  # eager NumPy had a NumPy scalar here, not a 0-d array
     if kind == "const":
         return payload
-    items = [rebuild(s, values) for s in payload]
+    if kind == "frame":
+        return payload(L, G)
+    if kind == "dict":
+        return {k: rebuild(s, values, L, G) for k, s in payload.items()}
+    items = [rebuild(s, values, L, G) for s in payload]
     return tuple(items) if kind == "tuple" else items
 
 
@@ -170,6 +185,6 @@ def compile_entry(
     spec = cap.output_spec
 
     def run_compiled(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
-        return rebuild(spec, compiled(*extract(L, G)))
+        return rebuild(spec, compiled(*extract(L, G)), L, G)
 
     return CacheEntry(guard, cap, run_compiled, compiled, seconds)

@@ -10,51 +10,16 @@ function runs eagerly, with one warning.
 from __future__ import annotations
 
 import functools
-import inspect
 import types
 import warnings
 import weakref
 from typing import Any, Callable
 
 from .. import config, logs
+from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
 
 _ALL: "weakref.WeakSet[OptimizedFunction]" = weakref.WeakSet()  # for mc.reset()
-
-
-def make_binder(fn: types.FunctionType) -> Callable[..., dict[str, Any]]:
-    """A function with ``fn``'s signature that returns its arguments as a dict.
-
-    CPython binds the arguments itself (defaults, keywords, ``*args``), which is
-    an order of magnitude faster than ``inspect.Signature.bind``.
-    """
-    code = fn.__code__
-    n_pos, n_kwonly = code.co_argcount, code.co_kwonlyargcount
-    names = list(code.co_varnames[: n_pos + n_kwonly])
-    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
-    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    extra = n_pos + n_kwonly
-    varargs = code.co_varnames[extra] if has_varargs else None
-    varkw = code.co_varnames[extra + has_varargs] if has_varkw else None
-
-    params = names[: code.co_posonlyargcount] + (["/"] if code.co_posonlyargcount else [])
-    params += names[code.co_posonlyargcount: n_pos]
-    if varargs:
-        params.append("*" + varargs)
-    elif n_kwonly:
-        params.append("*")
-    params += names[n_pos:]
-    if varkw:
-        params.append("**" + varkw)
-    all_names = names + [n for n in (varargs, varkw) if n]
-    body = ", ".join(f"{n!r}: {n}" for n in all_names)
-    src = f"def bind({', '.join(params)}):\n    return {{{body}}}"
-    namespace: dict[str, Any] = {}
-    exec(compile(src, "<minicompile binder>", "exec"), namespace)
-    binder = namespace["bind"]
-    binder.__defaults__ = fn.__defaults__
-    binder.__kwdefaults__ = fn.__kwdefaults__
-    return binder
 
 
 class OptimizedFunction:
@@ -80,7 +45,11 @@ class OptimizedFunction:
             return self.fn(*args, **kwargs)  # let Python report the bad call itself
         G = self.fn.__globals__
         for entry in self.cache:
-            if entry.guard(L, G):
+            try:
+                hit = entry.guard(L, G)
+            except Exception:  # e.g. an attribute a guard reads is gone: not a hit
+                hit = False
+            if hit:
                 return entry.run(L, G, args, kwargs)
         return self._miss(L, G, args, kwargs)
 

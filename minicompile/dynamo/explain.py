@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 from .. import ir
 from .convert_frame import capture
-from .eval_frame import OptimizedFunction, make_binder
+from .binder import make_binder
+from .eval_frame import OptimizedFunction
 from .exc import BreakReason
 from .guards import Guard
 

@@ -84,6 +84,16 @@ class GuardSet:
         s = source.expr
         self.add(source, f"{s} is {self.constant(value)}", f"id({s})", lineno)
 
+    def type_of(self, source: Source, value: Any, lineno: int | None) -> None:
+        s = source.expr
+        self.add(source, f"type({s}) is {self.constant(type(value))}", f"type({s})", lineno)
+
+    def dict_keys(self, source: Source, value: dict, lineno: int | None) -> None:
+        """Type and the keys in order (iteration order is part of what was traced)."""
+        s = source.expr
+        self.type_of(source, value, lineno)
+        self.add(source, f"tuple({s}) == {tuple(value)!r}", f"tuple({s})", lineno)
+
     def length(self, source: Source, value: Any, lineno: int | None) -> None:
         s = source.expr
         self.add(source, f"type({s}) is {self.constant(type(value))}", f"type({s})", lineno)

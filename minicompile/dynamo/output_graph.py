@@ -23,9 +23,12 @@ from .source import Source, item_source
 from .variables import (
     ArrayVariable,
     ConstantVariable,
+    DictVariable,
     ListVariable,
     PythonObjectVariable,
     TupleVariable,
+    UserFunctionVariable,
+    UserObjectVariable,
     VariableTracker,
 )
 
@@ -84,12 +87,26 @@ class OutputGraph:
             items = [self.wrap(v, item_source(source, i), lineno) for i, v in enumerate(value)]
             cls = TupleVariable if type(value) is tuple else ListVariable
             return cls(items, source)
-        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, types.FunctionType,
-                              np.ufunc, type)) or callable(value):
+        if type(value) is dict:
+            self.guards.dict_keys(source, value, lineno)
+            if not all(isinstance(k, (str, int)) for k in value):
+                raise Unsupported(f"{source} has keys that are not strings or ints")
+            items = {k: self.wrap(v, item_source(source, k), lineno) for k, v in value.items()}
+            return DictVariable(items, source)
+        if isinstance(value, types.FunctionType):
+            self.guards.identity(source, value, lineno)
+            return UserFunctionVariable(value, source)
+        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, np.ufunc, type)):
             self.guards.identity(source, value, lineno)
             return PythonObjectVariable(value, source)
-        self.guards.identity(source, type(value), lineno)
-        raise Unsupported(f"{source} has type {type(value).__name__}, which is not supported")
+        if isinstance(value, (types.MethodType, types.GeneratorType, types.CoroutineType)) \
+                or type(value).__module__ == "builtins":
+            self.guards.identity(source, type(value), lineno)
+            raise Unsupported(f"{source} has type {type(value).__name__}, which is not supported")
+        # An instance of a user class (dataclasses and named tuples included):
+        # its type is guarded, its attributes are read and guarded when used.
+        self.guards.type_of(source, value, lineno)
+        return UserObjectVariable(value, source)
 
     # -- graph building ------------------------------------------------------------
 

@@ -15,6 +15,7 @@ written once for 3.11, 3.12 and 3.13.
 from __future__ import annotations
 
 import builtins
+import inspect
 import operator
 import types
 from typing import Any, Callable
@@ -23,18 +24,33 @@ import numpy as np
 
 from . import bytecode
 from .bytecode import CURRENT as VERSION
+from .binder import make_binder, varargs_names
+from .builtin_calls import BUILTINS, CONTAINER_METHODS
 from .exc import BreakReason, Unsupported
 from .numpy_calls import FUNCTIONS, METHODS, bind_call
 from .output_graph import CONSTANT_TYPES, OutputGraph
-from .source import attr_source, builtin_source, closure_source, global_source, local_source
+from .source import (
+    Source,
+    attr_source,
+    builtin_source,
+    closure_source,
+    global_source,
+    item_source,
+    local_source,
+)
 from .variables import (
     NULL,
     ArrayVariable,
+    CellVariable,
     ConstantVariable,
+    DictVariable,
+    IteratorVariable,
     ListVariable,
     MethodVariable,
     PythonObjectVariable,
     TupleVariable,
+    UserFunctionVariable,
+    UserObjectVariable,
     VariableTracker,
 )
 
@@ -77,17 +93,32 @@ PURE_MODULES = ("math",)
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
 
 
+MAX_INLINE_DEPTH = 32
+
+
 class InstructionTranslator:
-    def __init__(self, fn: types.FunctionType, frame_locals: dict[str, Any], output: OutputGraph):
+    """Interprets one frame.  The root frame reads its arguments from the real
+    frame (``frame_locals``, wrapped lazily with ``L[...]`` sources); an inlined
+    callee (:meth:`inline_call`) starts with variables already bound."""
+
+    def __init__(self, fn: types.FunctionType, frame_locals: dict[str, Any], output: OutputGraph,
+                 *, code: types.CodeType | None = None, bound: dict[str, VariableTracker] | None = None,
+                 closure: tuple = (), f_globals: dict | None = None, fn_source: Any = None,
+                 parent: "InstructionTranslator | None" = None):
         self.fn = fn
-        self.code = fn.__code__
+        self.code = code if code is not None else fn.__code__
         self.frame_locals = frame_locals
-        self.f_globals = fn.__globals__
+        self.f_globals = f_globals if f_globals is not None else fn.__globals__
+        self.closure = closure if (closure or fn is None) else (fn.__closure__ or ())
+        self.fn_source = fn_source
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.deleted: set[str] = set()
         self.output = output
         self.instructions = bytecode.instructions(self.code)
         self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
         self.stack: list[VariableTracker] = []
-        self.locals: dict[str, VariableTracker] = {}
+        self.locals: dict[str, VariableTracker] = dict(bound or {})
         self.kw_names: tuple[str, ...] = ()
         self.ip = 0
         self.lineno: int | None = self.code.co_firstlineno
@@ -111,7 +142,8 @@ class InstructionTranslator:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
         except Unsupported as e:
-            e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
+            if not hasattr(e, "where"):  # the innermost frame knows the line
+                e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
             raise
 
     def push(self, var: VariableTracker) -> None:
@@ -140,6 +172,8 @@ class InstructionTranslator:
             return tuple(self.python_value(v) for v in var.items)
         if isinstance(var, ListVariable):
             return [self.python_value(v) for v in var.items]
+        if isinstance(var, DictVariable):
+            return {k: self.python_value(v) for k, v in var.items.items()}
         raise Unsupported(f"{var.describe()} is not known at trace time")
 
     def is_constant(self, var: VariableTracker) -> bool:
@@ -147,6 +181,8 @@ class InstructionTranslator:
             return True
         if isinstance(var, (TupleVariable, ListVariable)):
             return all(self.is_constant(v) for v in var.items)
+        if isinstance(var, DictVariable):
+            return all(self.is_constant(v) for v in var.items.values())
         return False
 
     def wrap_value(self, value: Any) -> VariableTracker:
@@ -183,16 +219,19 @@ class InstructionTranslator:
     def load_local(self, name: str) -> VariableTracker:
         if name in self.locals:
             return self.locals[name]
-        if name in self.frame_locals:
+        if name in self.frame_locals and name not in self.deleted:
             var = self.output.wrap(self.frame_locals[name], local_source(name), self.lineno)
             self.locals[name] = var
             return var
         raise Unsupported(f"local variable {name!r} is read before it is assigned")
 
     def LOAD_FAST(self, inst) -> None:
-        self.push(self.load_local(inst.argval))
+        if inst.argval in self.code.co_cellvars:  # 3.13 loads a cell for a closure this way
+            self.push(CellVariable(self, inst.argval))
+        else:
+            self.push(self.load_local(inst.argval))
 
-    LOAD_FAST_CHECK = LOAD_FAST
+    LOAD_FAST_CHECK = LOAD_CLOSURE = LOAD_FAST
 
     def LOAD_FAST_LOAD_FAST(self, inst) -> None:
         for name in inst.argval:
@@ -215,13 +254,26 @@ class InstructionTranslator:
 
     def DELETE_FAST(self, inst) -> None:
         self.locals.pop(inst.argval, None)
+        self.deleted.add(inst.argval)
 
     def LOAD_CONST(self, inst) -> None:
         self.push(self.wrap_value(inst.argval))
 
+    def global_source(self, name: str):
+        """Where a global of this frame lives, as seen from the root frame."""
+        if self.parent is None or self.f_globals is self.root.f_globals:
+            return global_source(name)
+        if self.fn_source is not None:
+            return item_source(attr_source(self.fn_source, "__globals__"), name)
+        raise Unsupported(f"global {name!r} of a function defined in another module")
+
+    @property
+    def root(self) -> "InstructionTranslator":
+        return self if self.parent is None else self.parent.root
+
     def load_global(self, name: str) -> VariableTracker:
         if name in self.f_globals:
-            return self.output.wrap(self.f_globals[name], global_source(name), self.lineno)
+            return self.output.wrap(self.f_globals[name], self.global_source(name), self.lineno)
         builtins_dict = self.f_globals.get("__builtins__", builtins.__dict__)
         if isinstance(builtins_dict, types.ModuleType):
             builtins_dict = builtins_dict.__dict__
@@ -242,22 +294,38 @@ class InstructionTranslator:
 
     def LOAD_DEREF(self, inst) -> None:
         name = inst.argval
-        if name in self.locals:  # a cell variable this frame assigned
-            self.push(self.locals[name])
+        if name not in self.code.co_freevars:  # a cell of this frame: an ordinary local here
+            self.push(self.load_local(name))
             return
-        if name not in self.code.co_freevars or self.fn.__closure__ is None:
-            raise Unsupported(f"closure variable {name!r} is not supported here")
         index = self.code.co_freevars.index(name)
+        cell = self.closure[index] if index < len(self.closure) else None
+        if isinstance(cell, CellVariable):  # a function made during this trace
+            self.push(cell.frame.load_local(cell.name))
+            return
+        if cell is None:
+            raise Unsupported(f"closure variable {name!r} is not available")
         try:
-            value = self.fn.__closure__[index].cell_contents
+            value = cell.cell_contents
         except ValueError:
             raise Unsupported(f"closure variable {name!r} is empty") from None
-        self.push(self.output.wrap(value, closure_source(index), self.lineno))
+        if self.parent is None:
+            source = closure_source(index)
+        elif self.fn_source is not None:
+            source = attr_source(Source(f"{attr_source(self.fn_source, '__closure__').expr}[{index}]"),
+                                 "cell_contents")
+        else:
+            raise Unsupported(f"closure variable {name!r} of a function made outside the frame")
+        self.push(self.output.wrap(value, source, self.lineno))
 
     def STORE_DEREF(self, inst) -> None:
-        if inst.argval in self.code.co_freevars:
-            raise Unsupported(f"assignment to closure variable {inst.argval!r} (nonlocal)")
-        self.locals[inst.argval] = self.pop()
+        name = inst.argval
+        if name in self.code.co_freevars:
+            cell = self.closure[self.code.co_freevars.index(name)]
+            if not isinstance(cell, CellVariable):
+                raise Unsupported(f"assignment to closure variable {name!r} (nonlocal) of the caller")
+            cell.frame.locals[name] = self.pop()
+            return
+        self.locals[name] = self.pop()
 
     # -- attributes ------------------------------------------------------------------------
 
@@ -273,11 +341,42 @@ class InstructionTranslator:
             var = self.wrap_value(value)
             var.source = attr_source(obj.source, name) if obj.source else None
             return var
+        if isinstance(obj, UserObjectVariable):
+            return self.user_object_attr(obj, name)
+        if type(obj) in CONTAINER_METHODS and name in CONTAINER_METHODS[type(obj)]:
+            return MethodVariable(obj, name)
+        if isinstance(obj, UserFunctionVariable) and name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(obj.code, "co_" + name.strip("_")))
         if self.is_constant(obj):
             value = self.python_value(obj)
             if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
                 return self.evaluate(getattr, value, name)
         raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
+
+    def user_object_attr(self, obj: UserObjectVariable, name: str) -> VariableTracker:
+        """``obj.name`` on a user object, resolved the way Python would, without running code
+        other than the functions it inlines (methods, properties)."""
+        value = obj.value
+        try:
+            static = inspect.getattr_static(value, name)
+        except AttributeError:
+            raise Unsupported(f"AttributeError: {type(value).__name__!r} has no attribute {name!r}",
+                              numpy_error=True) from None
+        in_instance = name in getattr(value, "__dict__", {})
+        if not in_instance:
+            if isinstance(static, staticmethod):
+                return UserFunctionVariable(static.__func__)
+            if isinstance(static, classmethod):
+                return UserFunctionVariable(static.__func__, bound_self=self.wrap_value(type(value)))
+            if isinstance(static, types.FunctionType):
+                return UserFunctionVariable(static, bound_self=obj)
+            if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
+                return self.inline_call(UserFunctionVariable(static.fget), [obj], {})
+        if obj.source is None:
+            raise Unsupported(f"attribute .{name} of an object made during the trace")
+        # A plain value (instance attribute, class constant, slot, namedtuple field):
+        # read it now and guard it like any other input.
+        return self.output.wrap(getattr(value, name), attr_source(obj.source, name), self.lineno)
 
     def array_attr(self, arr: ArrayVariable, name: str) -> VariableTracker:
         meta = arr.node.meta
@@ -488,6 +587,11 @@ class InstructionTranslator:
     def sequence_items(self, var: VariableTracker) -> list[VariableTracker]:
         if isinstance(var, (TupleVariable, ListVariable)):
             return list(var.items)
+        if isinstance(var, DictVariable):
+            return [self.wrap_value(k) for k in var.items]
+        if isinstance(var, IteratorVariable):
+            items, var.position = var.items[var.position:], len(var.items)
+            return items
         if isinstance(var, ArrayVariable):
             raise Unsupported("iterating over an array is not supported yet")
         value = self.python_value(var)
@@ -526,6 +630,87 @@ class InstructionTranslator:
         stop, start, container = self.pop(), self.pop(), self.pop()
         key = ConstantVariable(slice(self.python_value(start), self.python_value(stop)))
         self.push(self.subscript(container, key))
+
+    def UNPACK_EX(self, inst) -> None:
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.sequence_items(self.pop())
+        if len(items) < before + after:
+            raise Unsupported(f"not enough values to unpack (expected at least {before + after})")
+        middle = ListVariable(items[before: len(items) - after])
+        self.stack.extend(reversed(items[:before] + [middle] + items[len(items) - after:]))
+
+    def dict_key(self, var: VariableTracker) -> Any:
+        key = self.python_value(var)
+        try:
+            hash(key)
+        except TypeError:
+            raise Unsupported(f"unhashable dict key {var.describe()}") from None
+        return key
+
+    def BUILD_MAP(self, inst) -> None:
+        flat = self.popn(2 * inst.arg)
+        self.push(DictVariable({self.dict_key(k): v for k, v in zip(flat[::2], flat[1::2])}))
+
+    def BUILD_CONST_KEY_MAP(self, inst) -> None:
+        keys = self.python_value(self.pop())
+        self.push(DictVariable(dict(zip(keys, self.popn(inst.arg)))))
+
+    def MAP_ADD(self, inst) -> None:
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[self.dict_key(key)] = value
+
+    def DICT_UPDATE(self, inst) -> None:
+        other = self.pop()
+        if not isinstance(other, DictVariable):
+            raise Unsupported(f"dict update from {other.describe()}")
+        self.stack[-inst.arg].items.update(other.items)
+
+    DICT_MERGE = DICT_UPDATE
+
+    # -- loops: iterators known at trace time unroll -----------------------------------------------
+
+    def GET_ITER(self, inst) -> None:
+        var = self.pop()
+        if isinstance(var, IteratorVariable):
+            self.push(var)
+        else:
+            self.push(IteratorVariable(self.sequence_items(var)))
+
+    def FOR_ITER(self, inst) -> None:
+        it = self.stack[-1]
+        if not isinstance(it, IteratorVariable):
+            raise Unsupported(f"for loop over {it.describe()}")
+        if it.position < len(it.items):
+            self.push(it.items[it.position])
+            it.position += 1
+        else:
+            self.pop()
+            self.ip = self.index_of[inst.argval] + VERSION.for_iter_exhausted_skip
+
+    # -- functions made during the trace (lambdas, nested defs, 3.11 comprehensions) ---------------
+
+    def MAKE_FUNCTION(self, inst) -> None:
+        code = self.python_value(self.pop())
+        fn = UserFunctionVariable(code, globals=self.f_globals)
+        flags = inst.arg or 0  # 3.13 passes them through SET_FUNCTION_ATTRIBUTE instead
+        for flag in (0x08, 0x04, 0x02, 0x01):
+            if flags & flag:
+                self.set_function_attribute(fn, flag, self.pop())
+        self.push(fn)
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst) -> None:  # 3.13
+        fn = self.pop()
+        self.set_function_attribute(fn, inst.arg, self.pop())
+        self.push(fn)
+
+    def set_function_attribute(self, fn: UserFunctionVariable, flag: int, value: VariableTracker) -> None:
+        if flag == 0x08:
+            fn.closure = tuple(value.items)
+        elif flag == 0x02:
+            fn.kwdefaults = dict(value.items)
+        elif flag == 0x01:
+            fn.defaults = tuple(value.items)
+        # 0x04 (annotations) changes nothing the trace can see
 
     # -- strings (f-strings on Python values) ------------------------------------------------------------
 
@@ -577,19 +762,26 @@ class InstructionTranslator:
         self._call(inst.arg, kw_names)
 
     def CALL_FUNCTION_EX(self, inst) -> None:
-        kwargs = self.pop() if inst.arg & 1 else None
-        if kwargs is not None:
-            raise Unsupported("calls with **kwargs are not supported yet")
+        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
+        if not isinstance(kwargs, DictVariable):
+            raise Unsupported(f"**kwargs from {kwargs.describe()}")
         args = self.sequence_items(self.pop())
         first, second = self.popn(2)
         fn = second if (VERSION.null_before_callable and first is NULL) else first
         if not VERSION.null_before_callable and second is not NULL:
             args = [second] + args
-        self.push(self.call_function(fn, args, {}))
+        self.push(self.call_function(fn, args, dict(kwargs.items)))
 
     def call_function(self, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
         if isinstance(fn, MethodVariable):
+            if type(fn.obj) in CONTAINER_METHODS:
+                return CONTAINER_METHODS[type(fn.obj)][fn.name](self, fn.obj, args, kwargs)
             return self.call_numpy(METHODS[fn.name], [fn.obj] + args, kwargs, f"ndarray.{fn.name}")
+        if isinstance(fn, UserFunctionVariable):
+            return self.inline_call(fn, args, kwargs)
+        if isinstance(fn, UserObjectVariable) and isinstance(fn.value, types.MethodType) \
+                and isinstance(fn.value.__func__, types.FunctionType):
+            return self.inline_call(UserFunctionVariable(fn.value.__func__), [self.wrap_value(fn.value.__self__)] + args, kwargs)
         if not isinstance(fn, (PythonObjectVariable, ConstantVariable)):
             raise Unsupported(f"calling {fn.describe()} is not supported")
         target = fn.value
@@ -603,14 +795,45 @@ class InstructionTranslator:
             values = [self.python_value(a) for a in args]
             kw_values = {k: self.python_value(v) for k, v in kwargs.items()}
             return self.evaluate(target, *values, **kw_values)
-        if target is len and len(args) == 1 and not kwargs:
-            return self.builtin_len(args[0])
-        if target is abs and len(args) == 1 and not kwargs:
-            return self.output.call("absolute", {"x": args[0]})
-        if target is isinstance and len(args) == 2 and isinstance(args[0], ArrayVariable):
-            # The array's exact type is guarded, so this is a constant of the entry.
-            return ConstantVariable(issubclass(np.ndarray, self.python_value(args[1])))
+        if _hashable(target) and target in BUILTINS:
+            return BUILTINS[target](self, args, kwargs)
+        if isinstance(target, types.FunctionType):
+            return self.inline_call(UserFunctionVariable(target, source=fn.source), args, kwargs)
         raise Unsupported(f"call to {name} is not supported yet")
+
+    def inline_call(self, fn: UserFunctionVariable, args: list, kwargs: dict) -> VariableTracker:
+        """Trace a call to a Python function into the same graph (TorchDynamo's inlining)."""
+        code = fn.code
+        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported(f"calling generator or coroutine {code.co_name}")
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
+        if fn.bound_self is not None:
+            args = [fn.bound_self] + list(args)
+        real = fn.fn if isinstance(fn.fn, types.FunctionType) else None
+        defaults = real.__defaults__ if real is not None else fn.defaults
+        kwdefaults = real.__kwdefaults__ if real is not None else fn.kwdefaults
+        signature = types.SimpleNamespace(__code__=code, __defaults__=defaults or None,
+                                          __kwdefaults__=kwdefaults or None)
+        try:
+            bound = make_binder(signature)(*args, **kwargs)
+        except TypeError as e:
+            raise Unsupported(f"TypeError: {e}", numpy_error=True) from None
+        varargs, varkw = varargs_names(code)
+        for name, value in bound.items():
+            if name == varargs:
+                bound[name] = TupleVariable(list(value))
+            elif name == varkw:
+                bound[name] = DictVariable(dict(value))
+            elif not isinstance(value, VariableTracker):
+                bound[name] = self.wrap_value(value)  # a default value
+        closure = fn.closure or (real.__closure__ or () if real is not None else ())
+        callee = InstructionTranslator(
+            real, {}, self.output, code=code, bound=bound, closure=closure,
+            f_globals=real.__globals__ if real is not None else fn.globals,
+            fn_source=fn.source, parent=self,
+        )
+        return callee.run()
 
     def call_numpy(self, rule, args: list, kwargs: dict, what: str) -> VariableTracker:
         # Constants reach the op binding as plain values, so defaults compare as NumPy's do.
@@ -621,14 +844,6 @@ class InstructionTranslator:
     def plain(self, var: VariableTracker) -> Any:
         return self.python_value(var) if self.is_constant(var) else var
 
-    def builtin_len(self, var: VariableTracker) -> VariableTracker:
-        if isinstance(var, ArrayVariable):
-            if var.node.meta.ndim == 0:
-                raise Unsupported("TypeError: len() of unsized object", numpy_error=True)
-            return ConstantVariable(var.node.meta.shape[0])
-        if isinstance(var, (TupleVariable, ListVariable)):
-            return ConstantVariable(len(var.items))
-        raise Unsupported(f"len() of {var.describe()}")
 
 
 def _hashable(value: Any) -> bool:

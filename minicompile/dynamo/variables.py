@@ -97,6 +97,74 @@ class MethodVariable(VariableTracker):
         return f"method .{self.name}"
 
 
+@dataclass(eq=False)
+class DictVariable(VariableTracker):
+    """A dict whose keys are Python constants; values are variables."""
+
+    items: dict[Any, VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"dict of {len(self.items)}"
+
+
+@dataclass(eq=False)
+class IteratorVariable(VariableTracker):
+    """An iterator over a sequence known at trace time (``for`` loops unroll)."""
+
+    items: list[VariableTracker]
+    position: int = 0
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return "iterator"
+
+
+@dataclass(eq=False)
+class UserFunctionVariable(VariableTracker):
+    """A Python function the interpreter inlines when it is called.
+
+    ``closure`` holds, per free variable, either a real cell (a function from
+    the frame) or a :class:`CellVariable` of the frame being traced (a
+    function created by MAKE_FUNCTION during the trace).
+    """
+
+    fn: Any  # types.FunctionType, or a code object for functions made during the trace
+    source: Source | None = None
+    defaults: tuple = ()
+    kwdefaults: dict = field(default_factory=dict)
+    closure: tuple = ()
+    globals: dict | None = None
+    bound_self: VariableTracker | None = None
+
+    @property
+    def code(self):
+        return getattr(self.fn, "__code__", self.fn)
+
+    def describe(self) -> str:
+        return f"function {self.code.co_name}"
+
+
+@dataclass(eq=False)
+class CellVariable(VariableTracker):
+    """A cell of a frame being traced: reads see the frame's current value."""
+
+    frame: Any  # the InstructionTranslator that owns the variable
+    name: str
+    source: Source | None = None
+
+
+@dataclass(eq=False)
+class UserObjectVariable(VariableTracker):
+    """An instance of a user class: its attributes are read (and guarded) at trace time."""
+
+    value: Any
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} object"
+
+
 class _Null(VariableTracker):
     def __repr__(self) -> str:
         return "NULL"

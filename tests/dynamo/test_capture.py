@@ -705,14 +705,6 @@ def reads_matrix(m):
     return m * k  # BREAK
 
 
-def calls_user_helper(x):
-    return helper(x) + 1  # BREAK
-
-
-def helper(x):
-    return x * 3
-
-
 def matrix_input():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PendingDeprecationWarning)
@@ -741,7 +733,6 @@ FALLBACKS = [
     Fallback(reads_complex, lambda: (randn(3) + 1j * randn(3),), "complex128"),
     Fallback(reads_object_array, lambda: (np.array([1, "a", 2.5], dtype=object),), "object"),
     Fallback(reads_matrix, lambda: (matrix_input(),), "matrix"),
-    Fallback(calls_user_helper, lambda: (randn(3),), "helper"),
 ]
 
 
