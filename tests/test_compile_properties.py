@@ -381,7 +381,7 @@ def check_program(program: Program, backend: str) -> None:
 
     # A program NumPy runs uses only supported operations: it is captured whole.
     explanation = mc.explain(fn)(*program.fresh_args())
-    assert explanation.break_reasons == [] and explanation.graph_count == 1
+    assert explanation.break_reasons == [] and explanation.graph_count == (1 if explanation.op_count else 0)
 
     compiled = mc.compile(fn, backend=backend)
     args = program.fresh_args()

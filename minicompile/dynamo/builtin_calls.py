@@ -134,7 +134,8 @@ BUILTINS: dict[Any, Handler] = {
 
 # -- methods of the trace's own containers ---------------------------------------------------
 
-def _owned(container: VariableTracker) -> None:
+def _owned(tx, container: VariableTracker) -> None:
+    tx.output.mutations += 1
     if container.source is not None:
         raise Unsupported(
             f"mutating {container.source} (a {container.describe()} from the caller) "
@@ -153,7 +154,7 @@ def _dict_method(name: str):
         if name == "get":
             key = tx.dict_key(args[0])
             return d.items.get(key, args[1] if len(args) > 1 else ConstantVariable(None))
-        _owned(d)
+        _owned(tx, d)
         if name == "update":
             d.items.update(args[0].items)
             return ConstantVariable(None)
@@ -167,7 +168,7 @@ def _list_method(name: str):
             return ConstantVariable(tx.python_value(lst).index(tx.python_value(args[0])))
         if name == "count":
             return ConstantVariable(tx.python_value(lst).count(tx.python_value(args[0])))
-        _owned(lst)
+        _owned(tx, lst)
         if name == "append":
             lst.items.append(args[0])
         elif name == "extend":

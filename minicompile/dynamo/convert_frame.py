@@ -26,6 +26,7 @@ from .. import config, ir, logs
 from ..ir import passes
 from . import bytecode
 from .exc import BreakReason, GraphBreakError, Unsupported
+from .graph_break import BreakPlan, NotResumable, plan_graph_break
 from .guards import GuardSet
 from .output_graph import OutputGraph
 from .source import Source
@@ -53,6 +54,9 @@ class Capture:
     output_spec: Any  # see _output_spec
     break_reason: BreakReason | None
     seconds: float = 0.0
+    # Set when the break resumes: the transformed function that replaces the frame.
+    break_plan: BreakPlan | None = None
+    not_resumable: str | None = None  # why a break had to run the whole frame eagerly
 
 
 @dataclass
@@ -70,8 +74,12 @@ def frame_builtins(fn: types.FunctionType) -> dict:
     return b.__dict__ if isinstance(b, types.ModuleType) else b
 
 
-def capture(fn: types.FunctionType, L: dict[str, Any]) -> Capture:
-    """Trace ``fn`` symbolically for the frame values ``L``."""
+def capture(fn: types.FunctionType, L: dict[str, Any],
+            wrap_function: Callable[[types.FunctionType], Any] | None = None) -> Capture:
+    """Trace ``fn`` symbolically for the frame values ``L``.
+
+    With ``wrap_function`` (which compiles a function lazily), a graph break
+    that can be resumed yields a break plan instead of an eager fallback."""
     start = time.perf_counter()
     logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(fn.__code__)}")
     output = OutputGraph()
@@ -86,6 +94,16 @@ def capture(fn: types.FunctionType, L: dict[str, Any]) -> Capture:
     except Unsupported as e:
         graph, spec = None, None
         reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
+        if wrap_function is not None and not reason.numpy_error and hasattr(tracer, "snapshot"):
+            try:
+                plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
+            except NotResumable as why:
+                return Capture(None, output.guards, list(output.input_sources), None, reason,
+                               time.perf_counter() - start, not_resumable=str(why))
+            output.graph.output(plan.outputs)
+            graph = passes.dead_code_elimination(output.graph)
+            return Capture(graph, output.guards, list(output.input_sources), None, reason,
+                           time.perf_counter() - start, break_plan=plan)
     except Exception as e:  # a bug in minicompile: never let it cost the user a result
         if config.strict:
             raise
@@ -149,16 +167,23 @@ def _extractor(sources: list[Source], builtins_dict: dict, closure: tuple | None
 
 
 def compile_entry(
-    fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool
+    fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool,
+    wrap_function: Callable[[types.FunctionType], Any] | None = None,
 ) -> CacheEntry:
-    """Capture ``fn`` for this frame and compile the graph with ``backend``."""
-    cap = capture(fn, L)
+    """Capture ``fn`` for this frame and compile the graph with ``backend``.
+
+    ``wrap_function`` compiles the functions a graph break hands work to
+    (resume functions, a callee that broke); without it a break runs eagerly.
+    """
+    cap = capture(fn, L, None if fullgraph else wrap_function)
     fb = frame_builtins(fn)
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
+    RECORDERS and RECORDERS[-1].append(cap)
 
-    if cap.break_reason is not None:
-        logs.log("graph_breaks", f"{fn.__qualname__}: {cap.break_reason}; running it eagerly")
+    if cap.break_reason is not None and cap.break_plan is None:
+        logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; running the "
+                 f"function eagerly ({cap.not_resumable or 'no resume point'})")
         # Under fullgraph, a program NumPy itself rejects raises NumPy's error
         # (from the eager run below), not a graph-break error.
         if fullgraph and not cap.break_reason.numpy_error:
@@ -182,9 +207,37 @@ def compile_entry(
             name = getattr(backend, "__name__", repr(backend))
             raise RuntimeError(f"minicompile backend {name!r} failed on {fn.__qualname__}: {e}") from e
     seconds = time.perf_counter() - start
+
+    if cap.break_plan is not None:
+        transformed = _transformed_function(fn, cap.break_plan, compiled, fb)
+        logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; resuming after it")
+        logs.log("bytecode", lambda: f"transformed {fn.__qualname__}:\n{cap.break_plan.source}\n\n"
+                 f"{bytecode.format_bytecode(transformed.__code__)}")
+
+        def run_transformed(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
+            return transformed(L, G)
+
+        return CacheEntry(guard, cap, run_transformed, compiled, seconds)
+
     spec = cap.output_spec
 
     def run_compiled(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
         return rebuild(spec, compiled(*extract(L, G)), L, G)
 
     return CacheEntry(guard, cap, run_compiled, compiled, seconds)
+
+
+def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any,
+                          builtins_dict: dict) -> types.FunctionType:
+    """Compile the break plan's source into the function that replaces the frame."""
+    namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
+                 **plan.namespace}
+    filename = f"<minicompile transformed {fn.__qualname__}>"
+    exec(compile(plan.source, filename, "exec"), namespace)
+    transformed = namespace["transformed"]
+    transformed.source = plan.source
+    return transformed
+
+
+# explain() pushes a list here; every capture made while it runs is appended.
+RECORDERS: list[list[Capture]] = []

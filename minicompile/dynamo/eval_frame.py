@@ -67,9 +67,13 @@ class OptimizedFunction:
             return self.fn(*args, **kwargs)
         if self.cache:
             logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
-        entry = compile_entry(self.fn, L, self.backend, self.fullgraph)
+        entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function)
         self.cache.append(entry)
         return entry.run(L, G, args, kwargs)
+
+    def _wrap_function(self, fn: types.FunctionType) -> "OptimizedFunction":
+        """Resume functions and callees that broke are compiled like this one."""
+        return OptimizedFunction(fn, self.backend, False, self.backend_name)
 
     def why_miss(self, L: dict, G: dict) -> str:
         """Which guard of the newest cache entry fails for this frame."""

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import ir
-from .convert_frame import capture
-from .binder import make_binder
+from .convert_frame import RECORDERS, Capture
 from .eval_frame import OptimizedFunction
 from .exc import BreakReason
 from .guards import Guard
@@ -49,21 +48,32 @@ class ExplainOutput:
 
 
 def explain(fn: Callable) -> Callable[..., ExplainOutput]:
+    """Run ``fn`` once under capture (eager backend) and report every frame it traced.
+
+    Like ``torch._dynamo.explain`` it really runs the function, so that the code
+    after each graph break (the resume functions) is traced and reported too.
+    """
     target = fn.fn if isinstance(fn, OptimizedFunction) else fn
-    bind = make_binder(target)
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
-        cap = capture(target, bind(*args, **kwargs))
-        out = ExplainOutput(guards=list(cap.guards.guards), compile_seconds=cap.seconds)
-        if cap.break_reason is not None:
-            # Until resume functions exist, a break sends the whole call to eager.
-            out.graph_break_count = 1
-            out.break_reasons.append(cap.break_reason)
-        elif cap.graph is not None:
-            out.graphs.append(cap.graph)
-            out.graph_count = 1
-            out.ops_per_graph.append([n.op.name for n in cap.graph.calls])
-            out.op_count = cap.graph.op_count()
+        captures: list[Capture] = []
+        RECORDERS.append(captures)
+        try:
+            OptimizedFunction(target, lambda graph, example_inputs: graph, False, "eager")(*args, **kwargs)
+        finally:
+            RECORDERS.pop()
+        out = ExplainOutput()
+        for cap in captures:
+            out.guards.extend(cap.guards.guards)
+            out.compile_seconds += cap.seconds
+            if cap.break_reason is not None:
+                out.break_reasons.append(cap.break_reason)
+            if cap.graph is not None and cap.graph.op_count() > 0:
+                out.graphs.append(cap.graph)
+                out.ops_per_graph.append([n.op.name for n in cap.graph.calls])
+        out.graph_count = len(out.graphs)
+        out.graph_break_count = len(out.break_reasons)
+        out.op_count = sum(len(ops) for ops in out.ops_per_graph)
         return out
 
     return run

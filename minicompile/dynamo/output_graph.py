@@ -54,6 +54,9 @@ class OutputGraph:
         self.guards = GuardSet()
         self.input_sources: list[Source] = []
         self._wrapped: dict[str, VariableTracker] = {}
+        # Bumped by every in-place change to a traced container: a graph break
+        # inside an instruction that already mutated something cannot be resumed.
+        self.mutations = 0
 
     # -- values from the frame ------------------------------------------------------
 

@@ -18,6 +18,7 @@ import builtins
 import inspect
 import operator
 import types
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -96,6 +97,18 @@ MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trac
 MAX_INLINE_DEPTH = 32
 
 
+@dataclass(frozen=True)
+class FrameState:
+    """The interpreter's view of the frame just before one instruction."""
+
+    index: int  # of the instruction in ``instructions``
+    stack: list
+    locals: dict
+    deleted: set
+    kw_names: tuple
+    mutations: int  # count of container mutations so far (see OutputGraph.mutations)
+
+
 class InstructionTranslator:
     """Interprets one frame.  The root frame reads its arguments from the real
     frame (``frame_locals``, wrapped lazily with ``L[...]`` sources); an inlined
@@ -131,6 +144,10 @@ class InstructionTranslator:
         try:
             for _ in range(MAX_STEPS):
                 inst = self.instructions[self.ip]
+                # What the frame looked like before this instruction: a graph
+                # break here resumes from exactly this state.
+                self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
+                                           set(self.deleted), self.kw_names, self.output.mutations)
                 self.ip += 1
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
@@ -324,6 +341,7 @@ class InstructionTranslator:
             if not isinstance(cell, CellVariable):
                 raise Unsupported(f"assignment to closure variable {name!r} (nonlocal) of the caller")
             cell.frame.locals[name] = self.pop()
+            self.output.mutations += 1
             return
         self.locals[name] = self.pop()
 
@@ -390,7 +408,8 @@ class InstructionTranslator:
             return self.wrap_value(facts[name])
         if name == "T":
             return self.output.call("transpose", {"a": arr, "axes": ConstantVariable(None)})
-        if name in METHODS:
+        if name in METHODS or callable(getattr(np.ndarray, name, None)):
+            # An unsupported method breaks the graph where it is called, not here.
             return MethodVariable(arr, name)
         raise Unsupported(f"ndarray attribute .{name} is not supported yet")
 
@@ -427,10 +446,9 @@ class InstructionTranslator:
                 raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
         if op is None:
             raise Unsupported(f"operator '{symbol}' on arrays is not supported yet")
-        if (symbol == "**" and isinstance(a, ArrayVariable) and not a.scalar
-                and isinstance(b, ConstantVariable) and type(b.value) is int and b.value == 2):
-            # ndarray.__pow__ computes x ** 2 as np.square(x): bool ** 2 is int8.
-            return self.output.call("square", {"x": a})
+        fast = _fast_power(a, b) if symbol == "**" else None
+        if fast is not None:
+            return self.output.call(fast, {"x": a})
         return self.output.call(op, {"x1": a, "x2": b})
 
     def BINARY_OP(self, inst) -> None:
@@ -776,6 +794,8 @@ class InstructionTranslator:
         if isinstance(fn, MethodVariable):
             if type(fn.obj) in CONTAINER_METHODS:
                 return CONTAINER_METHODS[type(fn.obj)][fn.name](self, fn.obj, args, kwargs)
+            if fn.name not in METHODS:
+                raise Unsupported(f"ndarray.{fn.name}() is not supported (its result leaves the graph)")
             return self.call_numpy(METHODS[fn.name], [fn.obj] + args, kwargs, f"ndarray.{fn.name}")
         if isinstance(fn, UserFunctionVariable):
             return self.inline_call(fn, args, kwargs)
@@ -844,6 +864,23 @@ class InstructionTranslator:
     def plain(self, var: VariableTracker) -> Any:
         return self.python_value(var) if self.is_constant(var) else var
 
+
+
+def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
+    """The ufunc ``ndarray.__pow__`` uses instead of np.power for a Python-number exponent.
+
+    NumPy computes ``x ** 2`` as ``np.square(x)`` (so ``bool ** 2`` is int8) and,
+    for float arrays, ``x ** 0.5`` as ``np.sqrt(x)`` (so ``-inf ** 0.5`` is nan);
+    its other shortcuts agree with np.power.  NumPy scalars take no shortcut.
+    """
+    if not isinstance(base, ArrayVariable) or base.scalar or not isinstance(exponent, ConstantVariable):
+        return None
+    value = exponent.value
+    if type(value) not in (int, float):
+        return None
+    if base.node.meta.dtype.kind == "f":
+        return {0.5: "sqrt", 2: "square"}.get(value)
+    return "square" if type(value) is int and value == 2 else None
 
 
 def _hashable(value: Any) -> bool:

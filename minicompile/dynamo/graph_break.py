@@ -1,0 +1,268 @@
+"""Graph breaks that resume: compile what came before, run one instruction for real, go on.
+
+When the interpreter stops at an instruction it cannot trace (a call to
+``print``, ``x.item()``, a branch on an array value, an in-place update), and
+the frame can be resumed there, the cache entry becomes a *transformed
+function* — TorchDynamo's transformed code object — that
+
+1. calls the compiled graph of everything traced so far,
+2. rebuilds the values on the stack and in the live locals (from the graph's
+   outputs, from the frame, or from constants),
+3. runs the unsupported instruction in CPython, on real values,
+4. returns the result of a *resume function* (see resume_execution.py) that
+   continues the original bytecode right after that instruction — one per
+   side of a branch.
+
+The transformed function is generated as Python source and compiled to a
+real code object, so it can be printed (``MINICOMPILE_LOGS=bytecode``).
+Resume functions are wrapped like any compiled function and traced lazily on
+their first call, so the code after a break gets a graph of its own.
+"""
+from __future__ import annotations
+
+import dis
+import math
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import ir, logs
+from . import bytecode
+from .bytecode import CURRENT as VERSION
+from .output_graph import OutputGraph
+from .resume_execution import can_resume, covered_by_exception_table, inside_loop, make_resume_code
+from .variables import (
+    NULL,
+    ArrayVariable,
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    MethodVariable,
+    PythonObjectVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserObjectVariable,
+    VariableTracker,
+)
+
+JUMPS_IF_TRUE = {"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE"}
+JUMPS_IF_FALSE = {"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE"}
+CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
+# Instructions that compute one value from k stack operands, as Python source.
+EXPRESSIONS: dict[str, tuple[int, Callable[..., str]]] = {
+    "UNARY_NOT": (1, lambda inst, a: f"(not {a})"),
+    "BINARY_SUBSCR": (2, lambda inst, a, b: f"{a}[{b}]"),
+    "LOAD_ATTR": (1, lambda inst, a: f"{a}.{inst.argval}"),
+}
+
+
+class NotResumable(Exception):
+    pass
+
+
+@dataclass
+class BreakPlan:
+    """Everything needed to build the transformed function of one break."""
+
+    outputs: list[ir.Node]     # graph outputs the transformed code reads
+    source: str                # the transformed function, as Python source
+    namespace: dict[str, Any]  # the objects its source refers to (graph, resume functions, ...)
+
+
+class _Writer:
+    """Turns variables into Python expressions of the transformed function."""
+
+    def __init__(self, output: OutputGraph, callee_wrapper: Callable[[Any], Any]):
+        self.output = output
+        self.outputs: list[ir.Node] = []
+        self.namespace: dict[str, Any] = {}
+        self.lines: list[str] = []
+        self.memo: dict[int, str] = {}
+        self.callee_wrapper = callee_wrapper
+
+    def named(self, name: str, value: Any) -> str:
+        self.namespace[name] = value
+        return name
+
+    def const(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, str)) or (type(value) is int):
+            return repr(value)
+        if type(value) is float and math.isfinite(value):
+            return repr(value)
+        name = f"___const{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def expr(self, var: VariableTracker) -> str:
+        key = id(var)
+        if key in self.memo:
+            return self.memo[key]
+        text = self._expr(var)
+        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
+            # Built once: two references to one list must stay one list.
+            name = f"___v{len(self.memo)}"
+            self.lines.append(f"{name} = {text}")
+            text = name
+        self.memo[key] = text
+        return text
+
+    def _expr(self, var: VariableTracker) -> str:
+        if isinstance(var, ArrayVariable):
+            if var.node.kind == "placeholder" and var.source is not None:
+                return var.source.expr  # the caller's own array object
+            if var.node not in self.outputs:
+                self.outputs.append(var.node)
+            index = self.outputs.index(var.node)
+            return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
+        if var.source is not None and not isinstance(var, (TupleVariable, ListVariable, DictVariable)):
+            return var.source.expr
+        if isinstance(var, ConstantVariable):
+            return self.const(var.value)
+        if isinstance(var, PythonObjectVariable):
+            return self.const(var.value)
+        if isinstance(var, TupleVariable):
+            inner = "".join(f"{self.expr(v)}, " for v in var.items)
+            return f"({inner})"
+        if isinstance(var, ListVariable):
+            return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
+        if isinstance(var, DictVariable):
+            return "{" + ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in var.items.items()) + "}"
+        if isinstance(var, MethodVariable):
+            return f"{self.expr(var.obj)}.{var.name}"
+        if isinstance(var, UserObjectVariable):
+            return self.const(var.value)
+        if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType):
+            # A call that broke inside this function: run it compiled on its own.
+            fn = self.const(self.callee_wrapper(var.fn))
+            if var.bound_self is not None:
+                return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
+            return fn
+        raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
+
+
+def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.FunctionType], Any],
+                     wrap_callee: Callable[[Any], Any]) -> BreakPlan:
+    """Plan the transformed function for a break at ``tracer.snapshot``; raises NotResumable."""
+    code, state = tracer.code, tracer.snapshot
+    why = can_resume(code)
+    if why:
+        raise NotResumable(why)
+    if output.mutations != state.mutations:
+        raise NotResumable("the instruction had already changed a traced list or dict")
+    instructions = tracer.instructions
+    inst = instructions[state.index]
+    if covered_by_exception_table(code, inst.offset):
+        raise NotResumable("the break is inside a try/with block or a comprehension")
+    if inside_loop(instructions, inst.offset):
+        raise NotResumable("the break is inside a loop body")
+
+    w = _Writer(output, wrap_callee)
+    stack = list(state.stack)
+    next_index = state.index + 1
+    branch = None
+    if inst.opname == "TO_BOOL" and instructions[next_index].opname in JUMPS_IF_TRUE | JUMPS_IF_FALSE:
+        inst, next_index = instructions[next_index], next_index + 1  # 3.13: TO_BOOL then jump
+    if inst.opname in JUMPS_IF_TRUE | JUMPS_IF_FALSE:
+        branch = (w.expr(stack.pop()), inst.opname in JUMPS_IF_TRUE, inst.argval)
+        result = None
+    elif inst.opname in CALLS:
+        result = _call_source(w, inst, stack, state, tracer.code)
+    elif inst.opname in EXPRESSIONS and not (inst.opname == "LOAD_ATTR" and VERSION.load_attr_method_flag
+                                               and inst.arg & 1):
+        k, render = EXPRESSIONS[inst.opname]
+        operands = [w.expr(v) for v in stack[-k:]]
+        del stack[-k:]
+        result = render(inst, *operands)
+    elif inst.opname == "BINARY_OP":
+        b, a = w.expr(stack.pop()), w.expr(stack.pop())
+        symbol = inst.argrepr
+        if symbol.endswith("=") and symbol not in ("==", "!=", "<=", ">="):
+            w.lines.append(f"___lhs = {a}")
+            w.lines.append(f"___lhs {symbol} {b}")  # in place on the real object, as CPython would
+            result = "___lhs"
+        else:
+            result = f"({a} {symbol} {b})"
+    elif inst.opname == "STORE_SUBSCR":
+        key, container, value = w.expr(stack.pop()), w.expr(stack.pop()), w.expr(stack.pop())
+        w.lines.append(f"{container}[{key}] = {value}")
+        result = None
+    else:
+        raise NotResumable(f"cannot resume after {inst.opname}")
+
+    # Locals the resume function receives (every local of the frame, in order).
+    local_exprs, unbound = [], []
+    for name in code.co_varnames:
+        if name in state.locals and state.locals[name] is not NULL:
+            local_exprs.append(w.expr(state.locals[name]))
+        elif name in tracer.frame_locals and name not in state.deleted:
+            local_exprs.append(f"L[{name!r}]")  # an argument the trace never read
+        else:
+            local_exprs.append("None")
+            unbound.append(name)
+    below = [w.expr(v) for v in stack if v is not NULL]
+
+    def resume_call(offset: int, pushed: list[str]) -> str:
+        slots = [v is not NULL for v in stack] + [True] * len(pushed)
+        resume_code = make_resume_code(code, offset, slots, unbound, f"__resume_at_{offset}")
+        fn = types.FunctionType(resume_code, tracer.f_globals, resume_code.co_name)
+        logs.log("bytecode", lambda: f"{resume_code.co_qualname}:\n{bytecode.format_bytecode(resume_code)}")
+        name = w.named(f"___resume_at_{offset}", make_resume(fn))
+        return f"{name}({', '.join(local_exprs + below + pushed)})"
+
+    body = [f"    {line}" for line in w.lines]
+    if branch is not None:
+        cond, jump_if_true, target = branch
+        fallthrough = instructions[next_index].offset
+        body.append(f"    if {cond}:" if jump_if_true else f"    if not {cond}:")
+        body.append(f"        return {resume_call(target, [])}")
+        body.append(f"    return {resume_call(fallthrough, [])}")
+    else:
+        pushed = [] if inst.opname == "STORE_SUBSCR" else ["___result"]
+        if pushed:
+            body.append(f"    ___result = {result}")
+        body.append(f"    return {resume_call(instructions[next_index].offset, pushed)}")
+    inputs = ", ".join(s.expr for s in output.input_sources)
+    header = [f"def transformed(L, G):", f"    ___out = ___graph({inputs})"]
+    return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
+
+
+def _call_source(w: _Writer, inst: dis.Instruction, stack: list, state, code) -> str:
+    """The CALL instruction as a Python call expression on the rebuilt values."""
+    if inst.opname == "CALL_FUNCTION_EX":
+        kwargs = w.expr(stack.pop()) if inst.arg & 1 else None
+        args = w.expr(stack.pop())
+        second, first = stack.pop(), stack.pop()
+        if VERSION.null_before_callable:
+            fn, self_arg = (second, None) if first is NULL else (first, second)
+        else:
+            fn, self_arg = first, (None if second is NULL else second)
+        prefix = f"{w.expr(self_arg)}, " if self_arg is not None else ""
+        return f"{w.expr(fn)}({prefix}*{args}" + (f", **{kwargs})" if kwargs else ")")
+    if inst.opname == "CALL_KW":
+        kw_names = tuple(w_value(stack.pop()))
+    else:
+        kw_names = state.kw_names
+    argc = inst.arg
+    args = stack[len(stack) - argc:]
+    del stack[len(stack) - argc:]
+    second, first = stack.pop(), stack.pop()
+    if VERSION.null_before_callable:
+        fn, self_arg = (second, None) if first is NULL else (first, second)
+    else:
+        fn, self_arg = first, (None if second is NULL else second)
+    if self_arg is not None:
+        args = [self_arg] + args
+    n_kw = len(kw_names)
+    positional = [w.expr(a) for a in args[: len(args) - n_kw]]
+    keywords = [f"{k}={w.expr(v)}" for k, v in zip(kw_names, args[len(args) - n_kw:])]
+    return f"{w.expr(fn)}({', '.join(positional + keywords)})"
+
+
+def w_value(var: VariableTracker) -> Any:
+    if isinstance(var, ConstantVariable):
+        return var.value
+    if isinstance(var, TupleVariable):
+        return tuple(w_value(v) for v in var.items)
+    raise NotResumable(f"keyword names from {var.describe()}")
+
+
