@@ -11,6 +11,7 @@ is unsupported, and the reason names the source.
 from __future__ import annotations
 
 import types
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,11 @@ SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose"})
 
 # Python values that are baked into the graph as constants (and guarded on value).
 CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype)
+
+
+def _is_cupy_array(value: Any) -> bool:
+    """A CuPy (GPU) array: traced like an ndarray; cupy itself is never imported here."""
+    return type(value).__module__.startswith("cupy") and type(value).__name__ == "ndarray"
 
 
 def placeholder_name(source: Source) -> str:
@@ -69,9 +75,13 @@ class OutputGraph:
         return cached
 
     def _wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
-        if type(value) is np.ndarray:
+        if type(value) is np.ndarray or _is_cupy_array(value):
             # Guard first: the decision that this input is (un)supported depends on them.
             self.guards.array(source, value, lineno)
+            if type(value) is not np.ndarray:  # the same guards, on CuPy's array type
+                guards, check = self.guards.guards, f"type({source.expr}) is ___ndarray"
+                i = next(i for i, g in enumerate(guards) if g.check == check)
+                guards[i] = replace(guards[i], check=f"type({source.expr}) is {self.guards.constant(type(value))}")
             if value.dtype not in dtypes.SUPPORTED:
                 raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
             node = self.graph.placeholder(
