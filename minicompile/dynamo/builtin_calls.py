@@ -135,12 +135,10 @@ BUILTINS: dict[Any, Handler] = {
 # -- methods of the trace's own containers ---------------------------------------------------
 
 def _owned(tx, container: VariableTracker) -> None:
+    """About to change ``container``: a list or dict of the caller's is replayed later."""
     tx.output.mutations += 1
     if container.source is not None:
-        raise Unsupported(
-            f"mutating {container.source} (a {container.describe()} from the caller) "
-            f"is a side effect that is not replayed yet"
-        )
+        tx.output.side_effects.mutated(container)
 
 
 def _dict_method(name: str):

@@ -26,7 +26,8 @@ from .. import config, ir, logs
 from ..ir import passes
 from . import bytecode
 from .exc import BreakReason, GraphBreakError, Unsupported
-from .graph_break import BreakPlan, NotResumable, plan_graph_break
+from .exc import NotResumable
+from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .output_graph import OutputGraph
 from .source import Source
@@ -86,6 +87,14 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     tracer = InstructionTranslator(fn, L, output)
     try:
         result = tracer.run()
+        if output.side_effects:
+            if wrap_function is None:
+                raise Unsupported("side effects on the caller's objects need the compiled epilogue")
+            plan = plan_epilogue(output, result, wrap_function)
+            output.graph.output(plan.outputs)
+            return Capture(passes.dead_code_elimination(output.graph), output.guards,
+                           list(output.input_sources), None, None, time.perf_counter() - start,
+                           break_plan=plan)
         outputs: list[ir.Node] = []
         spec = _output_spec(result, outputs)
         output.graph.output(outputs)
@@ -210,7 +219,8 @@ def compile_entry(
 
     if cap.break_plan is not None:
         transformed = _transformed_function(fn, cap.break_plan, compiled, fb)
-        logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; resuming after it")
+        if cap.break_reason is not None:
+            logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; resuming after it")
         logs.log("bytecode", lambda: f"transformed {fn.__qualname__}:\n{cap.break_plan.source}\n\n"
                  f"{bytecode.format_bytecode(transformed.__code__)}")
 

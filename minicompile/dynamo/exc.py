@@ -38,3 +38,7 @@ class GraphBreakError(RuntimeError):
     def __init__(self, why: BreakReason):
         super().__init__(f"graph break under fullgraph=True: {why}")
         self.reason = why
+
+
+class NotResumable(Exception):
+    """A graph break after which the frame cannot be resumed (it then runs eagerly)."""

@@ -29,7 +29,9 @@ from typing import Any, Callable
 from .. import ir, logs
 from . import bytecode
 from .bytecode import CURRENT as VERSION
+from .exc import NotResumable
 from .output_graph import OutputGraph
+from .reconstruct import Reconstructor
 from .resume_execution import can_resume, covered_by_exception_table, inside_loop, make_resume_code
 from .variables import (
     NULL,
@@ -56,10 +58,6 @@ EXPRESSIONS: dict[str, tuple[int, Callable[..., str]]] = {
 }
 
 
-class NotResumable(Exception):
-    pass
-
-
 @dataclass
 class BreakPlan:
     """Everything needed to build the transformed function of one break."""
@@ -67,77 +65,6 @@ class BreakPlan:
     outputs: list[ir.Node]     # graph outputs the transformed code reads
     source: str                # the transformed function, as Python source
     namespace: dict[str, Any]  # the objects its source refers to (graph, resume functions, ...)
-
-
-class _Writer:
-    """Turns variables into Python expressions of the transformed function."""
-
-    def __init__(self, output: OutputGraph, callee_wrapper: Callable[[Any], Any]):
-        self.output = output
-        self.outputs: list[ir.Node] = []
-        self.namespace: dict[str, Any] = {}
-        self.lines: list[str] = []
-        self.memo: dict[int, str] = {}
-        self.callee_wrapper = callee_wrapper
-
-    def named(self, name: str, value: Any) -> str:
-        self.namespace[name] = value
-        return name
-
-    def const(self, value: Any) -> str:
-        if value is None or isinstance(value, (bool, str)) or (type(value) is int):
-            return repr(value)
-        if type(value) is float and math.isfinite(value):
-            return repr(value)
-        name = f"___const{len(self.namespace)}"
-        self.namespace[name] = value
-        return name
-
-    def expr(self, var: VariableTracker) -> str:
-        key = id(var)
-        if key in self.memo:
-            return self.memo[key]
-        text = self._expr(var)
-        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
-            # Built once: two references to one list must stay one list.
-            name = f"___v{len(self.memo)}"
-            self.lines.append(f"{name} = {text}")
-            text = name
-        self.memo[key] = text
-        return text
-
-    def _expr(self, var: VariableTracker) -> str:
-        if isinstance(var, ArrayVariable):
-            if var.node.kind == "placeholder" and var.source is not None:
-                return var.source.expr  # the caller's own array object
-            if var.node not in self.outputs:
-                self.outputs.append(var.node)
-            index = self.outputs.index(var.node)
-            return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
-        if var.source is not None and not isinstance(var, (TupleVariable, ListVariable, DictVariable)):
-            return var.source.expr
-        if isinstance(var, ConstantVariable):
-            return self.const(var.value)
-        if isinstance(var, PythonObjectVariable):
-            return self.const(var.value)
-        if isinstance(var, TupleVariable):
-            inner = "".join(f"{self.expr(v)}, " for v in var.items)
-            return f"({inner})"
-        if isinstance(var, ListVariable):
-            return "[" + ", ".join(self.expr(v) for v in var.items) + "]"
-        if isinstance(var, DictVariable):
-            return "{" + ", ".join(f"{self.const(k)}: {self.expr(v)}" for k, v in var.items.items()) + "}"
-        if isinstance(var, MethodVariable):
-            return f"{self.expr(var.obj)}.{var.name}"
-        if isinstance(var, UserObjectVariable):
-            return self.const(var.value)
-        if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType):
-            # A call that broke inside this function: run it compiled on its own.
-            fn = self.const(self.callee_wrapper(var.fn))
-            if var.bound_self is not None:
-                return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
-            return fn
-        raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
 
 
 def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.FunctionType], Any],
@@ -156,7 +83,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
     if inside_loop(instructions, inst.offset):
         raise NotResumable("the break is inside a loop body")
 
-    w = _Writer(output, wrap_callee)
+    w = Reconstructor(output, wrap_callee)
     stack = list(state.stack)
     next_index = state.index + 1
     branch = None
@@ -209,7 +136,9 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         name = w.named(f"___resume_at_{offset}", make_resume(fn))
         return f"{name}({', '.join(local_exprs + below + pushed)})"
 
-    body = [f"    {line}" for line in w.lines]
+    # Reads first (w.lines), then the effects traced before the break, then the instruction.
+    effects = output.side_effects.emit(w.expr)
+    body = [f"    {line}" for line in w.lines + effects]
     if branch is not None:
         cond, jump_if_true, target = branch
         fallthrough = instructions[next_index].offset
@@ -226,7 +155,19 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
     return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
 
 
-def _call_source(w: _Writer, inst: dis.Instruction, stack: list, state, code) -> str:
+def plan_epilogue(output: OutputGraph, result: VariableTracker,
+                  wrap_callee: Callable[[Any], Any]) -> BreakPlan:
+    """The code after a complete graph when the trace had side effects:
+    read the return value, replay the effects, return."""
+    w = Reconstructor(output, wrap_callee)
+    ret = w.expr(result)
+    effects = output.side_effects.emit(w.expr)
+    inputs = ", ".join(s.expr for s in output.input_sources)
+    lines = [f"___out = ___graph({inputs})"] + w.lines + effects + [f"return {ret}"]
+    return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace)
+
+
+def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, code) -> str:
     """The CALL instruction as a Python call expression on the rebuilt values."""
     if inst.opname == "CALL_FUNCTION_EX":
         kwargs = w.expr(stack.pop()) if inst.arg & 1 else None

@@ -20,6 +20,7 @@ from .. import ir
 from ..ir import dtypes
 from .exc import Unsupported
 from .guards import GuardSet
+from .side_effects import SideEffects
 from .source import Source, item_source
 from .variables import (
     ArrayVariable,
@@ -63,6 +64,7 @@ class OutputGraph:
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
+        self.side_effects = SideEffects()
 
     # -- values from the frame ------------------------------------------------------
 

@@ -289,6 +289,8 @@ class InstructionTranslator:
         return self if self.parent is None else self.parent.root
 
     def load_global(self, name: str) -> VariableTracker:
+        if self.f_globals is self.root.f_globals and name in self.output.side_effects.globals:
+            return self.output.side_effects.globals[name]  # written earlier in this trace
         if name in self.f_globals:
             return self.output.wrap(self.f_globals[name], self.global_source(name), self.lineno)
         builtins_dict = self.f_globals.get("__builtins__", builtins.__dict__)
@@ -300,6 +302,12 @@ class InstructionTranslator:
             var.source = builtin_source(name)
             return var
         raise Unsupported(f"name {name!r} is not defined")
+
+    def STORE_GLOBAL(self, inst) -> None:
+        if self.f_globals is not self.root.f_globals:
+            raise Unsupported(f"assignment to global {inst.argval!r} of another module")
+        self.output.mutations += 1
+        self.output.side_effects.globals[inst.argval] = self.pop()
 
     def LOAD_GLOBAL(self, inst) -> None:
         push_null = inst.arg & 1
@@ -375,6 +383,8 @@ class InstructionTranslator:
         """``obj.name`` on a user object, resolved the way Python would, without running code
         other than the functions it inlines (methods, properties)."""
         value = obj.value
+        if obj.source is not None and (obj.source.expr, name) in self.output.side_effects.attributes:
+            return self.output.side_effects.attributes[(obj.source.expr, name)]  # set earlier
         try:
             static = inspect.getattr_static(value, name)
         except AttributeError:
@@ -429,6 +439,31 @@ class InstructionTranslator:
             self.push_method(attr)
         else:
             self.push(attr)
+
+    def STORE_ATTR(self, inst) -> None:
+        obj, value = self.pop(), self.pop()
+        if not isinstance(obj, UserObjectVariable) or obj.source is None:
+            raise Unsupported(f"setting attribute .{inst.argval} of {obj.describe()}")
+        static = inspect.getattr_static(type(obj.value), inst.argval, None)
+        if hasattr(static, "__set__"):  # a property or slot with its own setter code
+            raise Unsupported(f"setting .{inst.argval}, which runs a descriptor's setter")
+        self.output.mutations += 1
+        self.output.side_effects.store_attr(obj.source.expr, inst.argval, value)
+
+    def STORE_SUBSCR(self, inst) -> None:
+        key, container, value = self.pop(), self.pop(), self.pop()
+        if isinstance(container, ListVariable):
+            index = self.python_value(key)
+            if not isinstance(index, int) or not -len(container.items) <= index < len(container.items):
+                raise Unsupported("list assignment index out of range or not an int", numpy_error=True)
+        elif not isinstance(container, DictVariable):
+            raise Unsupported(f"item assignment to {container.describe()} is not supported yet")
+        else:
+            index = self.dict_key(key)
+        self.output.mutations += 1
+        if container.source is not None:
+            self.output.side_effects.mutated(container)
+        container.items[index] = value
 
     def LOAD_METHOD(self, inst) -> None:  # 3.11
         self.push_method(self.get_attr(self.pop(), inst.argval))
