@@ -12,9 +12,15 @@ class BreakReason:
     filename: str
     lineno: int | None
     numpy_error: bool = False  # eager execution raises here too
+    # The user's frames from the compiled function down to the line that broke,
+    # outermost first ("file:line in function"), when the break is in a callee.
+    user_stack: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.reason} ({self.filename}:{self.lineno})"
+        text = f"{self.reason} ({self.filename}:{self.lineno})"
+        if len(self.user_stack) > 1:
+            text += "\n    user stack:\n" + "\n".join(f"      {frame}" for frame in self.user_stack)
+        return text
 
 
 class Unsupported(Exception):

@@ -61,6 +61,7 @@ class OutputGraph:
         self.guards = GuardSet()
         self.input_sources: list[Source] = []
         self._wrapped: dict[str, VariableTracker] = {}
+        self._array_sources: dict[int, tuple[Any, ArrayVariable]] = {}  # id -> (array, variable)
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
@@ -78,6 +79,13 @@ class OutputGraph:
 
     def _wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
         if type(value) is np.ndarray or _is_cupy_array(value):
+            alias = self._array_sources.get(id(value))
+            if alias is not None and alias[0] is value:
+                # The same array reached through two names: one graph input, and a
+                # guard that they stay one object (what the graph assumed).
+                self.guards.add(source, f"{source.expr} is {alias[1].source.expr}",
+                                f"id({source.expr})", lineno)
+                return alias[1]
             # Guard first: the decision that this input is (un)supported depends on them.
             self.guards.array(source, value, lineno)
             if type(value) is not np.ndarray:  # the same guards, on CuPy's array type
@@ -90,7 +98,9 @@ class OutputGraph:
                 placeholder_name(source), ir.TensorMeta(value.shape, value.dtype)
             )
             self.input_sources.append(source)
-            return ArrayVariable(node, source)
+            var = ArrayVariable(node, source)
+            self._array_sources[id(value)] = (value, var)
+            return var
         if isinstance(value, np.ndarray):
             self.guards.identity(source, type(value), lineno)
             raise Unsupported(f"{source} is a {type(value).__name__}, an ndarray subclass")

@@ -112,7 +112,17 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack: list[bool]
     ``unbound`` lists locals that must not be bound at the target.
     """
     varnames = list(code.co_varnames)
-    params = varnames + [stack_param(i) for i, is_value in enumerate(stack) if is_value]
+    # A resume function of a resume function already has ___stack parameters.
+    taken = set(varnames)
+    stack_names = []
+    for i, is_value in enumerate(stack):
+        if is_value:
+            param = stack_param(i)
+            while param in taken:
+                param += "_"
+            taken.add(param)
+            stack_names.append(param)
+    params = varnames + stack_names
 
     def build(jump_arg: int) -> list[int]:
         body = _instr("RESUME", 0)

@@ -18,7 +18,7 @@ import builtins
 import inspect
 import operator
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -159,8 +159,10 @@ class InstructionTranslator:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
         except Unsupported as e:
+            frame = f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"
             if not hasattr(e, "where"):  # the innermost frame knows the line
                 e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
+            e.where = replace(e.where, user_stack=(frame,) + e.where.user_stack)
             raise
 
     def push(self, var: VariableTracker) -> None:
