@@ -67,3 +67,14 @@ def kw_names(inst: dis.Instruction, code: CodeType) -> tuple[str, ...]:
 
 def format_bytecode(code: CodeType) -> str:
     return dis.Bytecode(code).dis()
+
+
+def side_by_side(left_title: str, left: str, right_title: str, right: str, width: int = 60) -> str:
+    """Two listings in columns, for comparing original and transformed bytecode."""
+    lhs, rhs = left.splitlines(), right.splitlines()
+    rows = [f"{left_title:<{width}} | {right_title}", f"{'-' * width}-+-{'-' * width}"]
+    for i in range(max(len(lhs), len(rhs))):
+        a = lhs[i] if i < len(lhs) else ""
+        b = rhs[i] if i < len(rhs) else ""
+        rows.append(f"{a[:width]:<{width}} | {b}")
+    return "\n".join(rows)

@@ -222,7 +222,8 @@ def compile_entry(
         if cap.break_reason is not None:
             logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; resuming after it")
         logs.log("bytecode", lambda: f"transformed {fn.__qualname__}:\n{cap.break_plan.source}\n\n"
-                 f"{bytecode.format_bytecode(transformed.__code__)}")
+                 + bytecode.side_by_side(f"original {fn.__qualname__}", bytecode.format_bytecode(fn.__code__),
+                                         "transformed", bytecode.format_bytecode(transformed.__code__)))
 
         def run_transformed(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
             return transformed(L, G)
