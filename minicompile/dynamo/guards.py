@@ -10,6 +10,7 @@ which assumption broke (``L['x'].shape == (8, 16): got (16, 16)``).
 """
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -77,6 +78,10 @@ class GuardSet:
             # 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in the sign of zeros.
             check = f"{s} == 0 and ___copysign(1.0, {s}) == {float(np.copysign(1.0, value))!r}"
             self.add(source, check, s, lineno)
+        elif type(value) in (int, bool, str) or (type(value) is float and math.isfinite(value)):
+            self.add(source, f"{s} == {value!r}", s, lineno)  # readable: the literal itself
+        elif value is None:
+            self.add(source, f"{s} is None", s, lineno)
         else:
             self.add(source, f"{s} == {self.constant(value)}", s, lineno)
 
