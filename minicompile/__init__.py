@@ -7,8 +7,10 @@
         return np.tanh(x * 2 + 1).sum(axis=1)
 """
 from . import ir
+from .aot import Tensor, grad, no_grad, value_and_grad
 from .api import compile, explain, reset
 from .dynamo import ExplainOutput, GraphBreakError
 
-__all__ = ["compile", "explain", "reset", "GraphBreakError", "ExplainOutput", "ir"]
+__all__ = ["compile", "explain", "reset", "GraphBreakError", "ExplainOutput", "ir",
+           "Tensor", "grad", "value_and_grad", "no_grad"]
 __version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""Autograd for NumPy (our AOTAutograd + autograd): derivative rules, the eager tape, grad."""
+from .derivatives import DERIVATIVES, NonDifferentiable, derivative_rule
+from .functional import grad, value_and_grad
+from .tensor import Tensor, no_grad
+
+__all__ = ["DERIVATIVES", "NonDifferentiable", "Tensor", "derivative_rule", "grad", "no_grad",
+           "value_and_grad"]

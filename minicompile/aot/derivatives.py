@@ -1,0 +1,244 @@
+"""Derivative rules: one table, shared by the eager tape and the joint graph.
+
+Each rule takes the emitter ``E`` (which applies ops eagerly or as graph
+nodes), the gradient ``g`` of the op's output, the output ``out`` and the
+op's canonical arguments ``a`` (a dict by parameter name), and returns the
+gradient of each array argument — written with the same registry ops, so a
+rule can be traced into a graph like any forward op.  Broadcasting is undone
+with ``E.sum_to``.  Ops whose outputs carry no gradient (comparisons, logic,
+integer division) are listed in :data:`NON_DIFFERENTIABLE`; asking for a
+gradient through any other op without a rule raises :class:`NonDifferentiable`
+naming it — never a silent zero.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+Rule = Callable[..., dict[str, Any]]
+DERIVATIVES: dict[str, Rule] = {}
+
+NON_DIFFERENTIABLE = frozenset({
+    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "invert", "floor_divide", "remainder", "sign", "floor", "ceil", "trunc", "rint", "round",
+    "isnan", "isinf", "isfinite", "argmax", "argmin", "any", "all", "count_nonzero",
+    "left_shift", "right_shift", "argsort", "searchsorted",
+})
+
+
+class NonDifferentiable(TypeError):
+    pass
+
+
+def derivative_rule(*names: str) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        for name in names:
+            DERIVATIVES[name] = rule
+        return rule
+    return register
+
+
+def is_array(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _to(E, g, x) -> Any:
+    """The gradient for argument ``x``: None for constants, else summed to x's shape."""
+    return E.sum_to(g, x.shape) if is_array(x) else None
+
+
+# -- arithmetic -------------------------------------------------------------------------------
+
+@derivative_rule("add")
+def _add(E, g, out, a):  # d(x1 + x2) = dx1 + dx2
+    return {"x1": _to(E, g, a["x1"]), "x2": _to(E, g, a["x2"])}
+
+
+@derivative_rule("subtract")
+def _subtract(E, g, out, a):  # d(x1 - x2) = dx1 - dx2
+    return {"x1": _to(E, g, a["x1"]), "x2": _to(E, E.call("negative", g), a["x2"])}
+
+
+@derivative_rule("multiply")
+def _multiply(E, g, out, a):  # d(x1 x2) = x2 dx1 + x1 dx2
+    x1, x2 = a["x1"], a["x2"]
+    return {"x1": _to(E, E.call("multiply", g, x2), x1) if is_array(x1) else None,
+            "x2": _to(E, E.call("multiply", g, x1), x2) if is_array(x2) else None}
+
+
+@derivative_rule("divide")
+def _divide(E, g, out, a):  # d(x1 / x2) = dx1 / x2 - x1 dx2 / x2^2 = (dx1 - out dx2) / x2
+    x1, x2 = a["x1"], a["x2"]
+    g1 = E.call("divide", g, x2)
+    return {"x1": _to(E, g1, x1) if is_array(x1) else None,
+            "x2": _to(E, E.call("negative", E.call("multiply", g1, out)), x2) if is_array(x2) else None}
+
+
+@derivative_rule("negative")
+def _negative(E, g, out, a):
+    return {"x": E.call("negative", g)}
+
+
+@derivative_rule("positive")
+def _positive(E, g, out, a):
+    return {"x": g}
+
+
+@derivative_rule("square")
+def _square(E, g, out, a):  # d(x^2) = 2x dx
+    return {"x": E.call("multiply", g, E.call("multiply", a["x"], 2))}
+
+
+@derivative_rule("power")
+def _power(E, g, out, a):  # d(x^y) = y x^(y-1) dx + x^y log(x) dy
+    x, y = a["x1"], a["x2"]
+    gx = gy = None
+    if is_array(x):
+        gx = E.call("multiply", g, E.call("multiply", y, E.call("power", x, E.call("subtract", y, 1)
+                                                                 if is_array(y) else y - 1)))
+        gx = E.sum_to(gx, x.shape)
+    if is_array(y):
+        gy = E.sum_to(E.call("multiply", g, E.call("multiply", out, E.call("log", x))), y.shape)
+    return {"x1": gx, "x2": gy}
+
+
+@derivative_rule("absolute")
+def _absolute(E, g, out, a):  # d|x| = sign(x) dx (0 at 0)
+    x = a["x"]
+    positive = E.call("where", E.call("greater", x, 0), g, 0.0)
+    return {"x": E.call("where", E.call("less", x, 0), E.call("negative", g), positive)}
+
+
+@derivative_rule("maximum", "minimum")
+def _extremum(E, g, out, a):  # the gradient goes to the chosen side (ties: the first)
+    x1, x2 = a["x1"], a["x2"]
+    first = E.call("equal", out, x1) if is_array(x1) else None
+    return {"x1": _to(E, E.call("where", first, g, 0.0), x1) if is_array(x1) else None,
+            "x2": _to(E, E.call("where", first, 0.0, g) if first is not None else g, x2)
+            if is_array(x2) else None}
+
+
+@derivative_rule("where")
+def _where(E, g, out, a):
+    c, x, y = a["condition"], a["x"], a["y"]
+    return {"condition": None,
+            "x": _to(E, E.call("where", c, g, 0.0), x) if is_array(x) else None,
+            "y": _to(E, E.call("where", c, 0.0, g), y) if is_array(y) else None}
+
+
+# -- transcendental ---------------------------------------------------------------------------
+
+@derivative_rule("exp")
+def _exp(E, g, out, a):  # d e^x = e^x dx
+    return {"x": E.call("multiply", g, out)}
+
+
+@derivative_rule("log")
+def _log(E, g, out, a):  # d log x = dx / x
+    return {"x": E.call("divide", g, a["x"])}
+
+
+@derivative_rule("sqrt")
+def _sqrt(E, g, out, a):  # d sqrt(x) = dx / (2 sqrt(x))
+    return {"x": E.call("divide", g, E.call("multiply", out, 2))}
+
+
+@derivative_rule("tanh")
+def _tanh(E, g, out, a):  # d tanh x = (1 - tanh^2 x) dx
+    return {"x": E.call("multiply", g, E.call("subtract", 1, E.call("multiply", out, out)))}
+
+
+@derivative_rule("sin")
+def _sin(E, g, out, a):
+    return {"x": E.call("multiply", g, E.call("cos", a["x"]))}
+
+
+@derivative_rule("cos")
+def _cos(E, g, out, a):
+    return {"x": E.call("negative", E.call("multiply", g, E.call("sin", a["x"])))}
+
+
+# -- reductions ---------------------------------------------------------------------------
+
+def _keepdims_shape(shape: tuple[int, ...], axis: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axis else n for i, n in enumerate(shape))
+
+
+def _expand(E, g, a):
+    """A reduction's output gradient, broadcast back over the reduced axes."""
+    x = a["a"]
+    g = E.call("reshape", g, _keepdims_shape(x.shape, a["axis"]))
+    return E.broadcast_to(g, x)
+
+
+@derivative_rule("sum")
+def _sum(E, g, out, a):  # every element contributes once
+    return {"a": _expand(E, g, a)}
+
+
+@derivative_rule("mean")
+def _mean(E, g, out, a):  # every element contributes 1/n
+    x = a["a"]
+    n = 1
+    for i in a["axis"]:
+        n *= x.shape[i]
+    return {"a": _expand(E, E.call("divide", g, float(max(n, 1))), a)}
+
+
+@derivative_rule("max", "min")
+def _max(E, g, out, a):  # shared evenly among the elements that attain the extremum
+    x = a["a"]
+    keep = _keepdims_shape(x.shape, a["axis"])
+    winner = E.call("equal", x, E.call("reshape", out, keep))
+    hits = E.call("astype", winner, x.dtype)
+    count = E.call("sum", hits, axis=a["axis"], keepdims=True)
+    share = E.call("divide", E.call("reshape", g, keep), count)
+    return {"a": E.call("multiply", hits, share)}
+
+
+@derivative_rule("prod")
+def _prod(E, g, out, a):  # d prod = prod / x_i (inputs without zeros)
+    x = a["a"]
+    keep = _keepdims_shape(x.shape, a["axis"])
+    share = E.call("divide", E.call("reshape", E.call("multiply", g, out), keep), x)
+    return {"a": share}
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+@derivative_rule("transpose")
+def _transpose(E, g, out, a):  # transpose back with the inverse permutation
+    axes = a["axes"]
+    inverse = tuple(sorted(range(len(axes)), key=lambda i: axes[i]))
+    return {"a": E.call("transpose", g, inverse)}
+
+
+@derivative_rule("reshape")
+def _reshape(E, g, out, a):
+    return {"a": E.call("reshape", g, tuple(a["a"].shape))}
+
+
+@derivative_rule("astype")
+def _astype(E, g, out, a):
+    return {"x": E.call("astype", g, a["x"].dtype)}
+
+
+# -- linear algebra ---------------------------------------------------------------------------
+
+def _swap_last(E, x):
+    axes = tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2)
+    return E.call("transpose", x, axes)
+
+
+@derivative_rule("matmul")
+def _matmul(E, g, out, a):  # d(AB) = dA B + A dB; 1-D operands act as a row / a column
+    A, B = a["x1"], a["x2"]
+    A2 = E.call("reshape", A, (1,) + tuple(A.shape)) if len(A.shape) == 1 else A
+    B2 = E.call("reshape", B, tuple(B.shape) + (1,)) if len(B.shape) == 1 else B
+    batch = tuple(np.broadcast_shapes(tuple(A2.shape[:-2]), tuple(B2.shape[:-2])))
+    g2 = E.call("reshape", g, batch + (A2.shape[-2], B2.shape[-1]))
+    gA = E.sum_to(E.call("matmul", g2, _swap_last(E, B2)), tuple(A2.shape))
+    gB = E.sum_to(E.call("matmul", _swap_last(E, A2), g2), tuple(B2.shape))
+    return {"x1": E.call("reshape", gA, tuple(A.shape)), "x2": E.call("reshape", gB, tuple(B.shape))}
