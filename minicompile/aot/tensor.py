@@ -23,6 +23,10 @@ from .derivatives import DERIVATIVES, NON_DIFFERENTIABLE, NonDifferentiable
 from .emit import EagerEmitter, canonical_args
 
 _GRAD_ENABLED = [True]
+
+
+def grad_enabled() -> bool:
+    return _GRAD_ENABLED[-1]
 EAGER = EagerEmitter()
 
 # NumPy functions that reach Tensor through __array_function__, by op name.
@@ -48,6 +52,8 @@ class TapeNode:
     tensors: dict[str, "Tensor"]     # the arguments that were tensors, by parameter
     out: np.ndarray | None
     freed: bool = False
+    # A compiled region supplies its own backward: grad of the output -> grads by key.
+    backward: Any = None
 
 
 class Tensor:
@@ -66,6 +72,7 @@ class Tensor:
     shape = property(lambda self: self.data.shape)
     dtype = property(lambda self: self.data.dtype)
     ndim = property(lambda self: self.data.ndim)
+    strides = property(lambda self: self.data.strides)
     size = property(lambda self: self.data.size)
     T = property(lambda self: apply("transpose", (self,), {}))
 
@@ -78,6 +85,11 @@ class Tensor:
     def __repr__(self) -> str:
         flag = ", requires_grad=True" if self.requires_grad else ""
         return f"Tensor({np.array2string(self.data, separator=', ')}{flag})"
+
+    def __getitem__(self, key: Any) -> "Tensor":
+        if key == ():  # x[()] of a 0-d value: the value itself
+            return self
+        raise TypeError("indexing an mc.Tensor is not supported yet")
 
     def __len__(self) -> int:
         return len(self.data)
@@ -210,10 +222,13 @@ def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
         if node.freed:
             raise RuntimeError("trying to backward through the graph a second time: "
                                "its saved values were freed after the first backward")
-        rule = DERIVATIVES.get(node.op)
-        if rule is None:
-            raise NonDifferentiable(f"no derivative rule for np.{node.op}: cannot differentiate through it")
-        input_grads = rule(EAGER, g, node.out, node.args)
+        if node.backward is not None:
+            input_grads = node.backward(g)
+        else:
+            rule = DERIVATIVES.get(node.op)
+            if rule is None:
+                raise NonDifferentiable(f"no derivative rule for np.{node.op}: cannot differentiate through it")
+            input_grads = rule(EAGER, g, node.out, node.args)
         for param, parent in node.tensors.items():
             gi = input_grads.get(param)
             if gi is not None:

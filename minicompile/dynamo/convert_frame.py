@@ -23,6 +23,8 @@ import warnings
 import numpy as np
 
 from .. import config, ir, logs
+from ..aot.compile import AotFunction
+from ..aot.tensor import Tensor
 from ..ir import passes
 from . import bytecode
 from .exc import BreakReason, GraphBreakError, Unsupported
@@ -155,7 +157,8 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         # a backend may hand back a NumPy scalar for a 0-d result; eager had an array
         return np.asarray(value) if isinstance(value, np.generic) else value
     if kind == "scalar":
-        return values[payload][()]  # eager NumPy had a NumPy scalar here, not a 0-d array
+        # eager NumPy had a NumPy scalar here, not a 0-d array (a Tensor stays a Tensor)
+        return values[payload][()]
     if kind == "const":
         return payload
     if kind == "frame":
@@ -211,7 +214,11 @@ def compile_entry(
     else:
         example_inputs = list(extract(L, fn.__globals__))
         try:
-            compiled = backend(cap.graph, example_inputs)
+            if any(isinstance(x, Tensor) for x in example_inputs):
+                # Tensors in: compile forward and backward (AOTAutograd), record on the tape.
+                compiled = AotFunction(cap.graph, example_inputs, backend)
+            else:
+                compiled = backend(cap.graph, example_inputs)
         except Exception as e:
             name = getattr(backend, "__name__", repr(backend))
             raise RuntimeError(f"minicompile backend {name!r} failed on {fn.__qualname__}: {e}") from e

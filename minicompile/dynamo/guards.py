@@ -62,8 +62,10 @@ class GuardSet:
     # -- the guard kinds the interpreter installs ----------------------------
 
     def array(self, source: Source, value: np.ndarray, lineno: int | None) -> None:
+        """An array-like input (ndarray, mc.Tensor, CuPy array): type, shape, dtype, strides."""
         s = source.expr
-        self.add(source, f"type({s}) is ___ndarray", f"type({s})", lineno)
+        kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
+        self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
         self.add(source, f"{s}.shape == {tuple(value.shape)!r}", f"{s}.shape", lineno)
         self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
         self.add(source, f"{s}.strides == {tuple(value.strides)!r}", f"{s}.strides", lineno)
@@ -120,8 +122,11 @@ class GuardSet:
     def _namespace(self, builtins: dict, closure: tuple | None) -> dict:
         import math
 
+        from ..aot.tensor import grad_enabled
+
         return {
             "___ndarray": np.ndarray,
+            "___grad_enabled": grad_enabled,
             "___copysign": math.copysign,
             "B": builtins,
             "CLOSURE": closure or (),

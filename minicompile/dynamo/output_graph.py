@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir
+from ..aot.tensor import Tensor, grad_enabled
 from ..ir import dtypes
 from .exc import Unsupported
 from .guards import GuardSet
@@ -78,7 +79,7 @@ class OutputGraph:
         return cached
 
     def _wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
-        if type(value) is np.ndarray or _is_cupy_array(value):
+        if type(value) is np.ndarray or _is_cupy_array(value) or type(value) is Tensor:
             alias = self._array_sources.get(id(value))
             if alias is not None and alias[0] is value:
                 # The same array reached through two names: one graph input, and a
@@ -88,10 +89,11 @@ class OutputGraph:
                 return alias[1]
             # Guard first: the decision that this input is (un)supported depends on them.
             self.guards.array(source, value, lineno)
-            if type(value) is not np.ndarray:  # the same guards, on CuPy's array type
-                guards, check = self.guards.guards, f"type({source.expr}) is ___ndarray"
-                i = next(i for i, g in enumerate(guards) if g.check == check)
-                guards[i] = replace(guards[i], check=f"type({source.expr}) is {self.guards.constant(type(value))}")
+            if type(value) is Tensor:
+                # Whether a gradient is wanted decides between a plain and a joint graph.
+                self.guards.add(source, f"{source.expr}.requires_grad == {value.requires_grad}",
+                                f"{source.expr}.requires_grad", lineno)
+                self.guards.add(source, f"___grad_enabled() == {grad_enabled()}", "___grad_enabled()", lineno)
             if value.dtype not in dtypes.SUPPORTED:
                 raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
             node = self.graph.placeholder(

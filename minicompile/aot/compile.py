@@ -1,0 +1,80 @@
+"""Compiled training: the forward/backward pair as one node on the eager tape.
+
+``AotFunction`` is what a backend's compiled callable becomes when a graph's
+inputs are :class:`Tensor` objects.  At compile time it builds the joint graph,
+partitions it (min-cut by default) and compiles the forward graph with the
+inner backend; the backward graph is compiled on the first ``backward()``.
+Each call runs the forward, keeps the saved values, and returns tensors whose
+tape node runs the compiled backward — so compiled regions compose with eager
+tensor code and with graph breaks, and gradients flow through all of them.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import ir, logs
+from .joint import build_joint_graph
+from .partition import Partition, default_partition, min_cut_partition
+from .tensor import Tensor, TapeNode, grad_enabled
+
+Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
+PARTITIONERS = {"min_cut": min_cut_partition, "default": default_partition}
+
+
+class AotFunction:
+    def __init__(self, graph: ir.Graph, example_inputs: list, backend: Backend,
+                 partitioner: str = "min_cut"):
+        self.graph = graph
+        self.backend = backend
+        self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in example_inputs]
+        arrays = [_data(x) for x in example_inputs]
+        if any(self.requires_grad):
+            self.joint = build_joint_graph(graph, self.requires_grad)
+            logs.log("aot", lambda: str(self.joint))
+            self.partition: Partition | None = PARTITIONERS[partitioner](self.joint)
+            self.forward = backend(self.partition.forward, arrays)
+        else:  # tensors that need no gradient: only the forward exists
+            self.joint, self.partition = None, None
+            self.forward = backend(graph, arrays)
+        self._backward: Any = None
+
+    def __call__(self, *inputs: Any) -> tuple:
+        arrays = [_data(x) for x in inputs]
+        outputs = self.forward(*arrays)
+        if self.partition is None or not grad_enabled():
+            n = len(self.graph.outputs)
+            return tuple(Tensor(o) for o in outputs[:n])
+        n = self.joint.num_forward_outputs
+        forward_outputs, saved = outputs[:n], outputs[n:]
+        tensors = {i: x for i, (x, r) in enumerate(zip(inputs, self.requires_grad)) if r}
+        results = []
+        for k, (out, has_tangent) in enumerate(zip(forward_outputs, self.joint.output_has_tangent)):
+            if not has_tangent:
+                results.append(Tensor(out))
+                continue
+            node = TapeNode("compiled", {}, tensors, np.asarray(out),
+                            backward=self._backward_for(k, saved, forward_outputs))
+            results.append(Tensor(out, requires_grad=True, _node=node))
+        return tuple(results)
+
+    def _backward_for(self, k: int, saved: tuple, forward_outputs: tuple) -> Callable:
+        """The backward of output ``k``: the compiled backward with zero tangents elsewhere
+        (gradients are linear in the tangents, so per-output calls add up correctly)."""
+        def run(g: np.ndarray) -> dict[int, np.ndarray]:
+            tangents, position = [], 0
+            for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent)):
+                if has:
+                    tangents.append(np.asarray(g, dtype=np.asarray(out).dtype) if i == k
+                                    else np.zeros_like(np.asarray(out)))
+                    position += 1
+            if self._backward is None:
+                self._backward = self.backend(self.partition.backward, list(saved) + tangents)
+            grads = self._backward(*saved, *tangents)
+            return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
+        return run
+
+
+def _data(x: Any) -> Any:
+    return x.data if isinstance(x, Tensor) else x

@@ -1,0 +1,103 @@
+"""The joint graph: forward and backward traced into one graph (AOTAutograd's first step).
+
+In:  a forward ``ir.Graph`` and, per input, whether it needs a gradient.
+Out: a :class:`JointGraph` — one ``ir.Graph`` whose placeholders are the
+     forward inputs ("primals") followed by one tangent per differentiable
+     forward output, and whose outputs are the forward outputs followed by the
+     gradient of every input that needs one.
+
+The backward half is built by walking the forward nodes in reverse and
+applying each op's derivative rule through a :class:`GraphEmitter`, so the
+backward is made of the same registry ops as the forward and can be
+partitioned, fused and compiled like it.  Nothing is in place: the joint
+graph is functional by construction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Graph, Node
+from ..ir.graph import _map_nodes
+from ..ir.passes import dead_code_elimination
+from .derivatives import DERIVATIVES, NON_DIFFERENTIABLE, NonDifferentiable
+from .emit import GraphEmitter
+
+
+@dataclass
+class JointGraph:
+    graph: Graph
+    num_primals: int
+    num_tangents: int
+    num_forward_outputs: int
+    # For each forward output: does it carry a tangent (is it differentiable)?
+    output_has_tangent: list[bool]
+    # For each primal: its position among the gradient outputs, or None
+    grad_index: list[int | None]
+
+    def __str__(self) -> str:
+        return self.graph.python_code("joint")
+
+
+def _differentiable(node: Node) -> bool:
+    return node.meta is not None and node.meta.dtype.kind == "f"
+
+
+def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
+    joint = Graph()
+    primals = [joint.placeholder(f"primal_{p.name}", p.meta) for p in forward.placeholders]
+    copy: dict[Node, Node] = dict(zip(forward.placeholders, primals))
+    for node in forward.calls:  # the forward half, node for node
+        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
+        copy[node] = joint.call(node.op.name, **args)
+
+    # Which forward values lie on a path from an input that needs a gradient.
+    active: set[Node] = {p for p, r in zip(forward.placeholders, requires_grad) if r}
+    for node in forward.calls:
+        if node.op.name not in NON_DIFFERENTIABLE and _differentiable(node) \
+                and any(i in active for i in node.inputs):
+            active.add(node)
+
+    outputs = list(forward.outputs)
+    has_tangent = [o in active for o in outputs]
+    tangents = [joint.placeholder(f"tangent_{i}", o.meta) for i, (o, t) in enumerate(zip(outputs, has_tangent)) if t]
+
+    E = GraphEmitter(joint)
+    grads: dict[Node, Node] = {}
+    tangent_iter = iter(tangents)
+    for out, t in zip(outputs, has_tangent):
+        if t:
+            tangent = next(tangent_iter)
+            grads[out] = E.call("add", grads[out], tangent) if out in grads else tangent
+
+    for node in reversed(forward.calls):
+        g = grads.pop(node, None)
+        if g is None or node not in active:
+            continue
+        rule = DERIVATIVES.get(node.op.name)
+        if rule is None:
+            raise NonDifferentiable(f"no derivative rule for np.{node.op.name}: cannot differentiate through it")
+        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
+        input_grads = rule(E, g, copy[node], args)
+        for param, value in zip(node.op.param_names, node.args):
+            gi = input_grads.get(param)
+            if isinstance(value, Node) and value in active and gi is not None:
+                if gi.meta.dtype != value.meta.dtype:
+                    gi = E.call("astype", gi, value.meta.dtype)
+                grads[value] = E.call("add", grads[value], gi) if value in grads else gi
+
+    grad_outputs, grad_index = [], []
+    for p, r in zip(forward.placeholders, requires_grad):
+        if not r:
+            grad_index.append(None)
+            continue
+        g = grads.get(p)
+        if g is None:  # no path from this input to an output: its gradient is zero
+            zeros = E.call("where", E.call("equal", copy[p], copy[p]), 0.0, 0.0)
+            g = E.call("astype", zeros, p.meta.dtype)
+        grad_index.append(len(grad_outputs))
+        grad_outputs.append(g)
+    joint.output([copy[o] for o in outputs] + grad_outputs)
+    # Rules also emit gradients nobody asked for (of inputs without requires_grad).
+    joint = dead_code_elimination(joint)
+    return JointGraph(joint, len(primals), len(tangents), len(outputs), has_tangent, grad_index)
+
