@@ -16,6 +16,7 @@ ARTIFACTS = (
     "recompiles",    # which guard failed and why a function is compiled again
     "graph_breaks",  # where capture stopped and why
     "bytecode",      # the function's bytecode as the interpreter reads it
+    "decomp",        # graphs before and after decomposition into primitives
     "aot",           # the joint forward/backward graph
     "partition",     # what the partitioner saves and recomputes
     "schedule",      # the fused kernels chosen by the inductor scheduler
