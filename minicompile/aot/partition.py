@@ -137,3 +137,26 @@ def _copy_calls(src: Graph, dst: Graph, mapping: dict[Node, Node]) -> None:
         args = dict(zip(node.op.param_names, _map_nodes(node.args, mapping.__getitem__)))
         new = dst.call(node.op.name, **args)
         mapping[node] = new
+
+
+def to_dot(joint: JointGraph, partition: Partition) -> str:
+    """Graphviz DOT of the joint graph with the cut: forward values blue, backward
+    nodes orange, saved values boxed in bold red, recomputed values dashed."""
+    forward, backward, _, _ = _halves(joint)
+    saved, recomputed = set(partition.saved), set(partition.recomputed)
+    lines = ["digraph joint {", "  rankdir=LR;", '  node [shape=ellipse, fontname="monospace"];']
+    for n in joint.graph.nodes:
+        if n.kind == "output":
+            continue
+        label = f"{n.name}\\n{n.meta}"
+        style = 'color="#1f77b4"' if n in forward else 'color="#ff7f0e"'
+        if n in saved:
+            style = 'shape=box, color="#d62728", penwidth=3'
+        elif n in recomputed:
+            style += ", style=dashed"
+        lines.append(f'  "{n.name}" [label="{label}", {style}];')
+    for n in joint.graph.calls:
+        for i in n.inputs:
+            lines.append(f'  "{i.name}" -> "{n.name}";')
+    lines.append("}")
+    return "\n".join(lines)
