@@ -242,3 +242,200 @@ def _matmul(E, g, out, a):  # d(AB) = dA B + A dB; 1-D operands act as a row / a
     gA = E.sum_to(E.call("matmul", g2, _swap_last(E, B2)), tuple(A2.shape))
     gB = E.sum_to(E.call("matmul", _swap_last(E, A2), g2), tuple(B2.shape))
     return {"x1": E.call("reshape", gA, tuple(A.shape)), "x2": E.call("reshape", gB, tuple(B.shape))}
+
+
+# -- more pointwise functions: d f(x) = f'(x) dx, with f' written from x and out ---------------
+
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+UNARY_SLOPES: dict[str, Callable[..., Any]] = {
+    "tan": lambda E, x, out: E.call("add", 1.0, E.call("multiply", out, out)),          # 1 + tan^2
+    "sinh": lambda E, x, out: E.call("cosh", x),
+    "cosh": lambda E, x, out: E.call("sinh", x),
+    "arcsin": lambda E, x, out: E.call("divide", 1.0, E.call("sqrt", E.call("subtract", 1.0, E.call("multiply", x, x)))),
+    "arccos": lambda E, x, out: E.call("divide", -1.0, E.call("sqrt", E.call("subtract", 1.0, E.call("multiply", x, x)))),
+    "arctan": lambda E, x, out: E.call("divide", 1.0, E.call("add", 1.0, E.call("multiply", x, x))),
+    "arcsinh": lambda E, x, out: E.call("divide", 1.0, E.call("sqrt", E.call("add", E.call("multiply", x, x), 1.0))),
+    "arccosh": lambda E, x, out: E.call("divide", 1.0, E.call("sqrt", E.call("subtract", E.call("multiply", x, x), 1.0))),
+    "arctanh": lambda E, x, out: E.call("divide", 1.0, E.call("subtract", 1.0, E.call("multiply", x, x))),
+    "exp2": lambda E, x, out: E.call("multiply", out, _LN2),
+    "expm1": lambda E, x, out: E.call("add", out, 1.0),
+    "log2": lambda E, x, out: E.call("divide", 1.0, E.call("multiply", x, _LN2)),
+    "log10": lambda E, x, out: E.call("divide", 1.0, E.call("multiply", x, _LN10)),
+    "log1p": lambda E, x, out: E.call("divide", 1.0, E.call("add", x, 1.0)),
+    "cbrt": lambda E, x, out: E.call("divide", 1.0, E.call("multiply", E.call("multiply", out, out), 3.0)),
+    "reciprocal": lambda E, x, out: E.call("negative", E.call("multiply", out, out)),
+    "deg2rad": lambda E, x, out: float(np.pi / 180.0),
+    "rad2deg": lambda E, x, out: float(180.0 / np.pi),
+}
+
+
+def _slope_rule(name: str) -> Rule:
+    def rule(E, g, out, a):
+        return {"x": E.call("multiply", g, UNARY_SLOPES[name](E, a["x"], out))}
+    return rule
+
+
+for _name in UNARY_SLOPES:
+    DERIVATIVES[_name] = _slope_rule(_name)
+
+DERIVATIVES["fabs"] = _absolute
+DERIVATIVES["fmax"] = DERIVATIVES["fmin"] = _extremum
+
+
+@derivative_rule("float_power")
+def _float_power(E, g, out, a):
+    return _power(E, g, out, a)
+
+
+@derivative_rule("hypot")
+def _hypot(E, g, out, a):  # d sqrt(x1^2 + x2^2) = (x1 dx1 + x2 dx2) / out
+    x1, x2 = a["x1"], a["x2"]
+    share = E.call("divide", g, out)
+    return {"x1": _to(E, E.call("multiply", share, x1), x1) if is_array(x1) else None,
+            "x2": _to(E, E.call("multiply", share, x2), x2) if is_array(x2) else None}
+
+
+@derivative_rule("arctan2")
+def _arctan2(E, g, out, a):  # d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)
+    y, x = a["x1"], a["x2"]
+    r2 = E.call("add", E.call("multiply", x, x), E.call("multiply", y, y))
+    return {"x1": _to(E, E.call("divide", E.call("multiply", g, x), r2), y) if is_array(y) else None,
+            "x2": _to(E, E.call("negative", E.call("divide", E.call("multiply", g, y), r2)), x)
+            if is_array(x) else None}
+
+
+@derivative_rule("logaddexp")
+def _logaddexp(E, g, out, a):  # d log(e^x1 + e^x2) = e^(x1-out) dx1 + e^(x2-out) dx2
+    x1, x2 = a["x1"], a["x2"]
+    return {k: _to(E, E.call("multiply", g, E.call("exp", E.call("subtract", v, out))), v)
+            if is_array(v) else None for k, v in (("x1", x1), ("x2", x2))}
+
+
+@derivative_rule("clip")
+def _clip(E, g, out, a):  # the gradient passes where the value was not clipped
+    x = a["a"]
+    inside = E.call("equal", out, x)
+    return {"a": E.call("where", inside, g, 0.0), "a_min": None, "a_max": None}
+
+
+# -- more reductions and scans --------------------------------------------------------------
+
+def _count(x, axis) -> int:
+    n = 1
+    for i in axis:
+        n *= x.shape[i]
+    return n
+
+
+@derivative_rule("var")
+def _var(E, g, out, a):  # d var = 2 (x - mean) dx / (n - ddof)
+    x, axis = a["a"], a["axis"]
+    mean = E.call("mean", x, axis=axis, keepdims=True)
+    scale = 2.0 / max(_count(x, axis) - a["ddof"], 1)
+    centered = E.call("subtract", x, mean)
+    return {"a": E.call("multiply", _expand(E, g, a), E.call("multiply", centered, scale))}
+
+
+@derivative_rule("std")
+def _std(E, g, out, a):  # d std = d var / (2 std)
+    x, axis = a["a"], a["axis"]
+    keep = _keepdims_shape(x.shape, axis)
+    mean = E.call("mean", x, axis=axis, keepdims=True)
+    centered = E.call("subtract", x, mean)
+    denom = E.call("multiply", E.call("reshape", out, keep), float(max(_count(x, axis) - a["ddof"], 1)))
+    return {"a": E.call("multiply", _expand(E, g, a), E.call("divide", centered, denom))}
+
+
+@derivative_rule("cumsum")
+def _cumsum(E, g, out, a):  # each input adds to every later output: reversed cumulative sum
+    axis = a["axis"]
+    if axis is None or not isinstance(axis, int):
+        raise NonDifferentiable("np.cumsum over a flattened array has no derivative rule yet")
+    flipped = E.call("flip", g, axis)
+    return {"a": E.call("flip", E.call("cumsum", flipped, axis=axis), axis)}
+
+
+# -- more layout: views undo themselves, joins split, selections scatter ------------------------
+
+@derivative_rule("broadcast_to")
+def _broadcast_to(E, g, out, a):
+    return {"array": E.sum_to(g, tuple(a["array"].shape))}
+
+
+@derivative_rule("expand_dims", "squeeze", "ravel")
+def _same_data(E, g, out, a):
+    x = a["a"]
+    return {"a": E.call("reshape", g, tuple(x.shape))}
+
+
+@derivative_rule("copy")
+def _copy(E, g, out, a):
+    return {"a": g}
+
+
+@derivative_rule("swapaxes")
+def _swapaxes(E, g, out, a):
+    return {"a": E.call("swapaxes", g, a["axis1"], a["axis2"])}
+
+
+@derivative_rule("moveaxis")
+def _moveaxis(E, g, out, a):
+    return {"a": E.call("moveaxis", g, a["destination"], a["source"])}
+
+
+@derivative_rule("flip")
+def _flip(E, g, out, a):
+    return {"m": E.call("flip", g, a["axis"])}
+
+
+def _split_along(E, g, parts, axis: int) -> tuple:
+    pieces, start = [], 0
+    for p in parts:
+        size = p.shape[axis]
+        key = (slice(None),) * axis + (slice(start, start + size),)
+        pieces.append(E.call("getitem", g, key))
+        start += size
+    return tuple(pieces)
+
+
+@derivative_rule("concatenate")
+def _concatenate(E, g, out, a):
+    arrays, axis = a["arrays"], a["axis"]
+    if axis is None:
+        raise NonDifferentiable("np.concatenate(axis=None) has no derivative rule yet")
+    pieces = _split_along(E, g, arrays, axis)
+    return {"arrays": tuple(E.call("reshape", p, tuple(x.shape)) if is_array(x) else None
+                            for p, x in zip(pieces, arrays))}
+
+
+@derivative_rule("stack")
+def _stack(E, g, out, a):
+    axis = a["axis"]
+    return {"arrays": tuple(E.call("getitem", g, (slice(None),) * axis + (i,)) if is_array(x) else None
+                            for i, x in enumerate(a["arrays"]))}
+
+
+@derivative_rule("getitem")
+def _getitem(E, g, out, a):  # scatter the gradient back into zeros shaped like the input
+    x = a["a"]
+    zeros = E.call("zeros_like", x)
+    # Integer-array keys may pick an element twice: its gradients add up (np.add.at).
+    return {"a": E.call("add_at", zeros, a["key"], g)}
+
+
+@derivative_rule("dot")
+def _dot(E, g, out, a):  # for 1-D and 2-D operands, np.dot is matmul
+    A, B = a["a"], a["b"]
+    if len(A.shape) > 2 or len(B.shape) > 2 or len(A.shape) == 0 or len(B.shape) == 0:
+        raise NonDifferentiable("np.dot beyond 1-D/2-D operands has no derivative rule yet")
+    grads = _matmul(E, g, out, {"x1": A, "x2": B})
+    return {"a": grads["x1"], "b": grads["x2"]}
+
+
+@derivative_rule("outer")
+def _outer(E, g, out, a):  # d(a b^T) = da b^T + a db^T
+    A, B = a["a"], a["b"]
+    fa, fb = E.call("reshape", A, (-1,)), E.call("reshape", B, (-1,))
+    ga = E.call("matmul", g, fb)
+    gb = E.call("matmul", _swap_last(E, g), fa)
+    return {"a": E.call("reshape", ga, tuple(A.shape)), "b": E.call("reshape", gb, tuple(B.shape))}

@@ -80,10 +80,13 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
         input_grads = rule(E, g, copy[node], args)
         for param, value in zip(node.op.param_names, node.args):
             gi = input_grads.get(param)
-            if isinstance(value, Node) and value in active and gi is not None:
-                if gi.meta.dtype != value.meta.dtype:
-                    gi = E.call("astype", gi, value.meta.dtype)
-                grads[value] = E.call("add", grads[value], gi) if value in grads else gi
+            # A parameter holding several arrays (np.concatenate's) gets a tuple of grads.
+            pairs = zip(value, gi) if isinstance(value, (tuple, list)) and gi is not None else [(value, gi)]
+            for v, gv in pairs:
+                if isinstance(v, Node) and v in active and gv is not None:
+                    if gv.meta.dtype != v.meta.dtype:
+                        gv = E.call("astype", gv, v.meta.dtype)
+                    grads[v] = E.call("add", grads[v], gv) if v in grads else gv
 
     grad_outputs, grad_index = [], []
     for p, r in zip(forward.placeholders, requires_grad):

@@ -184,7 +184,13 @@ def apply(op: str, args: tuple, kwargs: dict) -> Any:
     canonical = canonical_args(op, _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()})
     raw = np.asarray(OPS[op].impl(*canonical.values()))
     bound = OPS[op].bind(args, kwargs)
-    tensors = {k: v for k, v in bound.items() if isinstance(v, Tensor) and v.requires_grad}
+    # Tensors by parameter; a parameter holding several arrays contributes (name, i) keys.
+    tensors: dict[Any, Tensor] = {}
+    for k, v in bound.items():
+        if isinstance(v, Tensor) and v.requires_grad:
+            tensors[k] = v
+        elif isinstance(v, (tuple, list)):
+            tensors.update({(k, i): t for i, t in enumerate(v) if isinstance(t, Tensor) and t.requires_grad})
     if not tensors or not _GRAD_ENABLED[-1] or op in NON_DIFFERENTIABLE or raw.dtype.kind != "f":
         return Tensor(raw)
     return Tensor(raw, requires_grad=True, _node=TapeNode(op, canonical, tensors, raw))
@@ -230,7 +236,12 @@ def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
                 raise NonDifferentiable(f"no derivative rule for np.{node.op}: cannot differentiate through it")
             input_grads = rule(EAGER, g, node.out, node.args)
         for param, parent in node.tensors.items():
-            gi = input_grads.get(param)
+            if isinstance(param, tuple):  # one array of a several-array parameter
+                name, i = param
+                gi = input_grads.get(name)
+                gi = gi[i] if gi is not None else None
+            else:
+                gi = input_grads.get(param)
             if gi is not None:
                 gi = np.asarray(gi, dtype=parent.dtype)
                 grads[id(parent)] = grads[id(parent)] + gi if id(parent) in grads else gi

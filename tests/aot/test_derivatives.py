@@ -164,3 +164,58 @@ def test_missing_rule_names_the_op():
             z.backward()
     finally:
         derivatives.DERIVATIVES["exp"] = saved
+
+
+MORE_UNARY = {
+    "tan": (np.tan, "small"), "sinh": (np.sinh, None), "cosh": (np.cosh, None),
+    "arcsin": (np.arcsin, "unit"), "arccos": (np.arccos, "unit"), "arctan": (np.arctan, None),
+    "arcsinh": (np.arcsinh, None), "arccosh": (np.arccosh, "above_one"), "arctanh": (np.arctanh, "unit"),
+    "exp2": (np.exp2, None), "expm1": (np.expm1, None), "log2": (np.log2, "positive"),
+    "log10": (np.log10, "positive"), "log1p": (np.log1p, "positive"), "cbrt": (np.cbrt, "positive"),
+    "reciprocal": (np.reciprocal, "positive"), "deg2rad": (np.deg2rad, None), "rad2deg": (np.rad2deg, None),
+    "fabs": (np.fabs, "nonzero"),
+}
+
+
+def domain_array(shape, domain, seed):
+    x = np.random.default_rng(seed).standard_normal(shape)
+    return {"small": 0.5 * np.tanh(x), "unit": 0.8 * np.tanh(x), "above_one": np.abs(x) + 1.5,
+            "positive": np.abs(x) + 0.5, "nonzero": np.where(np.abs(x) < 0.1, 0.5, x)}.get(domain, x)
+
+
+@pytest.mark.parametrize("name", sorted(MORE_UNARY))
+def test_more_unary_rules(name):
+    fn, domain = MORE_UNARY[name]
+    for seed, shape in enumerate([(3,), (2, 3)]):
+        directional_check(lambda a: project(fn(a)), [domain_array(shape, domain, seed)])
+
+
+@pytest.mark.parametrize("fn", [np.hypot, np.arctan2, np.logaddexp, np.fmax, np.fmin, np.float_power],
+                         ids=lambda f: f.__name__)
+def test_more_binary_rules(fn):
+    a = np.abs(arrays((2, 3), seed=4)) + 0.5
+    b = np.abs(arrays((3,), seed=5)) + 0.7
+    directional_check(lambda x, y: project(fn(x, y)), [a, b])
+
+
+def test_variance_and_standard_deviation():
+    x = arrays((3, 4), seed=6)
+    for ddof in (0, 1):
+        directional_check(lambda a: project(np.var(a, axis=1, ddof=ddof)), [x])
+        directional_check(lambda a: project(np.std(a, axis=0, ddof=ddof, keepdims=True)), [x])
+
+
+def test_layout_rules():
+    x, y = arrays((2, 3), seed=7), arrays((2, 3), seed=8)
+    directional_check(lambda a: project(np.clip(a, -0.5, 0.5)), [x])
+    directional_check(lambda a: project(np.cumsum(a, axis=1)), [x])
+    directional_check(lambda a: project(np.broadcast_to(a, (4, 2, 3))), [x])
+    directional_check(lambda a: project(np.squeeze(np.expand_dims(a, 0), 0)), [x])
+    directional_check(lambda a: project(np.swapaxes(a, 0, 1)), [x])
+    directional_check(lambda a: project(np.moveaxis(a, 0, 1)), [x])
+    directional_check(lambda a: project(np.flip(a, 1)), [x])
+    directional_check(lambda a, b: project(np.concatenate((a, b), axis=1)), [x, y])
+    directional_check(lambda a, b: project(np.stack((a, b), axis=1)), [x, y])
+    directional_check(lambda a: project(a[1:, ::-1]), [x])
+    directional_check(lambda a: project(np.outer(a, a)), [arrays((3,), seed=9)])
+    directional_check(lambda a, b: project(np.dot(a, b.T)), [x, y])
