@@ -29,10 +29,9 @@ def grad_enabled() -> bool:
     return _GRAD_ENABLED[-1]
 EAGER = EagerEmitter()
 
-# NumPy functions that reach Tensor through __array_function__, by op name.
-FUNCTION_OPS = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min",
-                "amin": "min", "prod": "prod", "where": "where", "transpose": "transpose",
-                "reshape": "reshape", "dot": "matmul"}
+# NumPy functions that reach Tensor through __array_function__ under another op name;
+# every other function maps to the op of its own name, when the registry has one.
+FUNCTION_OPS = {"amax": "max", "amin": "min"}
 
 
 @contextlib.contextmanager
@@ -87,9 +86,11 @@ class Tensor:
         return f"Tensor({np.array2string(self.data, separator=', ')}{flag})"
 
     def __getitem__(self, key: Any) -> "Tensor":
-        if key == ():  # x[()] of a 0-d value: the value itself
+        if isinstance(key, tuple) and key == ():  # x[()] of a 0-d value: the value itself
             return self
-        raise TypeError("indexing an mc.Tensor is not supported yet")
+        if "getitem" not in OPS:
+            raise TypeError("indexing an mc.Tensor needs the getitem op")
+        return apply("getitem", (self, _unwrap(key)), {})
 
     def __len__(self) -> int:
         return len(self.data)
@@ -152,8 +153,8 @@ class Tensor:
         return apply(ufunc.__name__, inputs, {})
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        op = FUNCTION_OPS.get(func.__name__)
-        if op is None or op not in OPS:
+        op = FUNCTION_OPS.get(func.__name__, func.__name__)
+        if op not in OPS:
             raise TypeError(f"np.{func.__name__} is not supported on mc.Tensor")
         return apply(op, args, kwargs)
 
