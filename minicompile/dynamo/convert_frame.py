@@ -89,6 +89,7 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     tracer = InstructionTranslator(fn, L, output)
     try:
         result = tracer.run()
+        output.guard_array_writes()
         if output.side_effects:
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
@@ -107,8 +108,9 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
         reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
         if wrap_function is not None and not reason.numpy_error and hasattr(tracer, "snapshot"):
             try:
+                output.guard_array_writes()
                 plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
-            except NotResumable as why:
+            except (NotResumable, Unsupported) as why:
                 return Capture(None, output.guards, list(output.input_sources), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
             output.graph.output(plan.outputs)

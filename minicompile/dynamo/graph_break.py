@@ -137,7 +137,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         return f"{name}({', '.join(local_exprs + below + pushed)})"
 
     # Reads first (w.lines), then the effects traced before the break, then the instruction.
-    effects = output.side_effects.emit(w.expr)
+    effects = output.side_effects.emit(w.expr, w.graph_value)
     body = [f"    {line}" for line in w.lines + effects]
     if branch is not None:
         cond, jump_if_true, target = branch
@@ -161,7 +161,7 @@ def plan_epilogue(output: OutputGraph, result: VariableTracker,
     read the return value, replay the effects, return."""
     w = Reconstructor(output, wrap_callee)
     ret = w.expr(result)
-    effects = output.side_effects.emit(w.expr)
+    effects = output.side_effects.emit(w.expr, w.graph_value)
     inputs = ", ".join(s.expr for s in output.input_sources)
     lines = [f"___out = ___graph({inputs})"] + w.lines + effects + [f"return {ret}"]
     return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace)

@@ -127,6 +127,7 @@ class GuardSet:
         return {
             "___ndarray": np.ndarray,
             "___grad_enabled": grad_enabled,
+            "___may_share": np.may_share_memory,
             "___copysign": math.copysign,
             "B": builtins,
             "CLOSURE": closure or (),

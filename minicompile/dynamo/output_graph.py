@@ -135,6 +135,32 @@ class OutputGraph:
         self.guards.type_of(source, value, lineno)
         return UserObjectVariable(value, source)
 
+    def replace_everywhere(self, old: VariableTracker, new: VariableTracker) -> None:
+        """Rebind ``old`` to ``new`` inside every container variable the trace holds."""
+        for var in list(self._wrapped.values()) + self.side_effects.containers:
+            if isinstance(var, (TupleVariable, ListVariable)):
+                var.items = [new if v is old else v for v in var.items]
+            elif isinstance(var, DictVariable):
+                var.items = {k: (new if v is old else v) for k, v in var.items.items()}
+        for key, var in list(self._wrapped.items()):
+            if var is old:
+                self._wrapped[key] = new
+
+    def guard_array_writes(self) -> None:
+        """An input the graph writes back to must not share memory with another input
+        (the graph read both as independent values): check now, guard for later calls."""
+        written = self.side_effects.arrays
+        inputs = list(self._array_sources.values())
+        for target in written:
+            for value, var in inputs:
+                if var.source.expr == target:
+                    continue
+                mine = next(v for v, w in inputs if w.source.expr == target)
+                if np.may_share_memory(mine, value):
+                    raise Unsupported(f"{target} is updated in place and shares memory with {var.source}")
+                self.guards.add(var.source, f"not ___may_share({target}, {var.source.expr})",
+                                f"___may_share({target}, {var.source.expr})", None)
+
     # -- graph building ------------------------------------------------------------
 
     def to_graph_arg(self, var: VariableTracker) -> Any:
@@ -158,6 +184,8 @@ class OutputGraph:
             node = self.graph.call(op, **graph_args)
         except Unsupported:
             raise
+        except NotImplementedError as e:  # e.g. a result whose shape depends on values
+            raise Unsupported(f"np.{op}: {e}") from None
         except Exception as e:  # NumPy would raise here too: let eager NumPy do it
             raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}", numpy_error=True) from None
         first = next(iter(args.values()), None)

@@ -70,14 +70,20 @@ class Reconstructor:
         self.memo[key] = text
         return text
 
+    def graph_value(self, var: ArrayVariable) -> str:
+        """The graph output holding ``var``'s values (even for an array of the caller's)."""
+        if var.node.kind == "placeholder":
+            return var.source.expr
+        if var.node not in self.outputs:
+            self.outputs.append(var.node)
+        index = self.outputs.index(var.node)
+        return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
+
     def _expr(self, var: VariableTracker) -> str:
         if isinstance(var, ArrayVariable):
-            if var.node.kind == "placeholder" and var.source is not None:
-                return var.source.expr  # the caller's own array object
-            if var.node not in self.outputs:
-                self.outputs.append(var.node)
-            index = self.outputs.index(var.node)
-            return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
+            if var.source is not None:
+                return var.source.expr  # the caller's own array object (updated in place, if at all)
+            return self.graph_value(var)
         if var.source is not None and not isinstance(var, (TupleVariable, ListVariable, DictVariable)):
             return var.source.expr
         if isinstance(var, ConstantVariable):

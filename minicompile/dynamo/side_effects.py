@@ -21,9 +21,14 @@ class SideEffects:
     globals: dict[str, VariableTracker] = field(default_factory=dict)
     # lists and dicts from the frame whose contents the trace changed
     containers: list[VariableTracker] = field(default_factory=list)
+    # the caller's arrays updated in place (x += 1, x[i] = v): source -> new value
+    arrays: dict[str, VariableTracker] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.attributes or self.globals or self.containers)
+        return bool(self.attributes or self.globals or self.containers or self.arrays)
+
+    def write_array(self, source_expr: str, value: VariableTracker) -> None:
+        self.arrays[source_expr] = value
 
     def store_attr(self, source_expr: str, name: str, value: VariableTracker) -> None:
         self.attributes[(source_expr, name)] = value
@@ -32,8 +37,9 @@ class SideEffects:
         if all(c is not container for c in self.containers):
             self.containers.append(container)
 
-    def emit(self, expr) -> list[str]:
-        """Python statements that replay the effects; ``expr(var)`` rebuilds a value.
+    def emit(self, expr, array_value=None) -> list[str]:
+        """Python statements that replay the effects; ``expr(var)`` rebuilds a value and
+        ``array_value(var)`` names the graph output holding an updated array's values.
 
         Every new value is computed first, then all writes happen, so a write
         cannot change what a later value was read from.
@@ -49,6 +55,8 @@ class SideEffects:
             values.append((f"{obj}.{name}", expr(var)))
         for name, var in self.globals.items():
             values.append((f"G[{name!r}]", expr(var)))
+        for source, var in self.arrays.items():
+            values.append((f"{source}[...]", array_value(var)))
         lines = [f"___effect{i} = {value}" for i, (_, value) in enumerate(values)]
         for i, (target, _) in enumerate(values):
             if target.startswith("___replace_dict("):

@@ -29,6 +29,7 @@ from .binder import make_binder, varargs_names
 from .builtin_calls import BUILTINS, CONTAINER_METHODS
 from .exc import BreakReason, Unsupported
 from .numpy_calls import FUNCTIONS, METHODS, bind_call
+from ..ir import OPS
 from .output_graph import CONSTANT_TYPES, OutputGraph
 from .source import (
     Source,
@@ -454,6 +455,12 @@ class InstructionTranslator:
 
     def STORE_SUBSCR(self, inst) -> None:
         key, container, value = self.pop(), self.pop(), self.pop()
+        if isinstance(container, ArrayVariable):
+            if "setitem" not in OPS:
+                raise Unsupported("array item assignment is not supported yet")
+            updated = self.output.call("setitem", {"a": container, "key": self.index_key(key), "value": value})
+            self.update_array(container, updated)
+            return
         if isinstance(container, ListVariable):
             index = self.python_value(key)
             if not isinstance(index, int) or not -len(container.items) <= index < len(container.items):
@@ -467,6 +474,54 @@ class InstructionTranslator:
             self.output.side_effects.mutated(container)
         container.items[index] = value
 
+    # -- in-place array updates: functional in the graph, written back after it ----------------
+
+    def cast_in_place(self, result: ArrayVariable, target: ArrayVariable, op: str) -> ArrayVariable:
+        """``x op= y`` stores into x: NumPy casts the result with 'same_kind' and never
+        changes x's shape."""
+        have, want = result.node.meta, target.node.meta
+        if have.shape != want.shape:
+            raise Unsupported(f"non-broadcastable output operand with shape {want.shape} doesn't match "
+                              f"the broadcast shape {have.shape}", numpy_error=True)
+        if have.dtype == want.dtype:
+            return result
+        if not np.can_cast(have.dtype, want.dtype, casting="same_kind"):
+            raise Unsupported(f"Cannot cast ufunc '{op}' output from {have.dtype!r} to {want.dtype!r} "
+                              f"with casting rule 'same_kind'", numpy_error=True)
+        return self.output.call("astype", {"x": result, "dtype": want.dtype})
+
+    def update_array(self, old: ArrayVariable, new: ArrayVariable) -> ArrayVariable:
+        """``old`` now holds ``new``'s values: every reference to it in the trace is
+        rebound, and an array of the caller's is written back after the graph.
+
+        Views make this unsafe — writing through ``x`` changes a view of it taken
+        earlier, and writing through a view changes its base — so any view in
+        sight breaks the graph instead (the update then runs in CPython)."""
+        node = old.node
+        if node.kind == "call" and node.op.kind in ("view", "index"):
+            raise Unsupported("in-place update through a view of another array")
+        if any(n.op is not None and n.op.kind in ("view", "index") and node in n.inputs
+               for n in self.output.graph.nodes if n.kind == "call" and n is not new.node):
+            raise Unsupported("in-place update of an array that has views in the trace")
+        updated = ArrayVariable(new.node, old.source, old.scalar)
+        self.output.mutations += 1
+        if old.source is not None:
+            self.output.side_effects.write_array(old.source.expr, updated)
+        for frame in self.frames():
+            frame.stack = [updated if v is old else v for v in frame.stack]
+            for name, v in list(frame.locals.items()):
+                if v is old:
+                    frame.locals[name] = updated
+        self.output.replace_everywhere(old, updated)
+        return updated
+
+    def frames(self) -> list["InstructionTranslator"]:
+        frame, chain = self, []
+        while frame is not None:
+            chain.append(frame)
+            frame = frame.parent
+        return chain
+
     def LOAD_METHOD(self, inst) -> None:  # 3.11
         self.push_method(self.get_attr(self.pop(), inst.argval))
 
@@ -476,8 +531,9 @@ class InstructionTranslator:
         py_fn, op = BINARY_OPS[symbol]
         if self.is_constant(a) and self.is_constant(b):
             return self.evaluate(py_fn, self.python_value(a), self.python_value(b))
-        if inplace and isinstance(a, ArrayVariable):
-            raise Unsupported(f"in-place array update (x {symbol}= ...) is not supported yet")
+        if inplace and isinstance(a, ArrayVariable) and not a.scalar:
+            result = self.binary(symbol, a, b, inplace=False)
+            return self.update_array(a, self.cast_in_place(result, a, op or symbol))
         for v in (a, b):
             if isinstance(v, (TupleVariable, ListVariable)):
                 raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
@@ -665,9 +721,21 @@ class InstructionTranslator:
         parts = [self.python_value(v) for v in self.popn(inst.arg)]
         self.push(ConstantVariable(slice(*parts)))
 
+    def index_key(self, index: VariableTracker) -> Any:
+        """An array subscript as the getitem op takes it: constants, and arrays as variables."""
+        if isinstance(index, ArrayVariable):
+            return index
+        if isinstance(index, TupleVariable):
+            return tuple(self.index_key(v) for v in index.items)
+        if isinstance(index, ListVariable):
+            raise Unsupported("indexing an array with a Python list is not supported yet")
+        return self.python_value(index)
+
     def subscript(self, container: VariableTracker, index: VariableTracker) -> VariableTracker:
         if isinstance(container, ArrayVariable):
-            raise Unsupported("array indexing is not supported yet")
+            if "getitem" not in OPS:
+                raise Unsupported("array indexing is not supported yet")
+            return self.output.call("getitem", {"a": container, "key": self.index_key(index)})
         key = self.python_value(index)
         if isinstance(container, (TupleVariable, ListVariable)):
             try:
