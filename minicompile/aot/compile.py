@@ -63,12 +63,9 @@ class AotFunction:
         """The backward of output ``k``: the compiled backward with zero tangents elsewhere
         (gradients are linear in the tangents, so per-output calls add up correctly)."""
         def run(g: np.ndarray) -> dict[int, np.ndarray]:
-            tangents, position = [], 0
-            for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent)):
-                if has:
-                    tangents.append(np.asarray(g, dtype=np.asarray(out).dtype) if i == k
-                                    else np.zeros_like(np.asarray(out)))
-                    position += 1
+            tangents = [np.asarray(g, dtype=np.asarray(out).dtype) if i == k else np.zeros_like(np.asarray(out))
+                        for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
+                        if has]
             if self._backward is None:
                 self._backward = self.backend(self.partition.backward, list(saved) + tangents)
             grads = self._backward(*saved, *tangents)
