@@ -1,0 +1,116 @@
+"""A GPT-style decoder layer stack in plain NumPy (RMSNorm, rotary embeddings,
+causal multi-head attention, a SwiGLU MLP, residuals), like the Granite family
+at toy size, with deterministic random weights.
+
+``forward`` runs inference on token ids; ``loss`` is the next-token
+cross-entropy used to train a tiny model on synthetic token data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab: int = 64
+    dim: int = 64
+    heads: int = 4
+    layers: int = 2
+    hidden: int = 128
+    seq: int = 32
+
+
+def init_params(cfg: Config = Config(), seed: int = 0, dtype=np.float32) -> dict:
+    rng = np.random.default_rng(seed)
+
+    def dense(n_in, n_out):
+        return (rng.standard_normal((n_in, n_out)) / math.sqrt(n_in)).astype(dtype)
+
+    params = {"embed": (rng.standard_normal((cfg.vocab, cfg.dim)) * 0.02).astype(dtype),
+              "norm": np.ones(cfg.dim, dtype), "head": dense(cfg.dim, cfg.vocab)}
+    for i in range(cfg.layers):
+        params[f"layer{i}"] = {
+            "ln1": np.ones(cfg.dim, dtype), "ln2": np.ones(cfg.dim, dtype),
+            "wq": dense(cfg.dim, cfg.dim), "wk": dense(cfg.dim, cfg.dim),
+            "wv": dense(cfg.dim, cfg.dim), "wo": dense(cfg.dim, cfg.dim),
+            "w_gate": dense(cfg.dim, cfg.hidden), "w_up": dense(cfg.dim, cfg.hidden),
+            "w_down": dense(cfg.hidden, cfg.dim),
+        }
+    return params
+
+
+def rotary_tables(cfg: Config = Config(), base: float = 10000.0, dtype=np.float32):
+    """cos and sin of the rotary angles, shape (seq, head_dim // 2)."""
+    half = cfg.dim // cfg.heads // 2
+    freqs = base ** (-np.arange(half) / half)
+    angles = np.arange(cfg.seq)[:, None] * freqs[None, :]
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+def causal_mask(cfg: Config = Config()) -> np.ndarray:
+    return np.tril(np.ones((cfg.seq, cfg.seq), dtype=bool))
+
+
+def rms_norm(x, weight, eps=1e-6):
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * weight
+
+
+def rotate(x, cos, sin):
+    """Rotary embedding: rotate each (first half, second half) pair by its angle."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+
+def attention(x, p, cos, sin, mask, heads):
+    batch, seq, dim = x.shape
+    head_dim = dim // heads
+
+    def split(t):
+        return t.reshape(batch, seq, heads, head_dim).transpose(0, 2, 1, 3)
+
+    q = rotate(split(x @ p["wq"]), cos, sin)
+    k = rotate(split(x @ p["wk"]), cos, sin)
+    v = split(x @ p["wv"])
+    scores = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(head_dim)
+    scores = np.where(mask, scores, -1e9)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    out = (weights @ v).transpose(0, 2, 1, 3).reshape(batch, seq, dim)
+    return out @ p["wo"]
+
+
+def swiglu(x, p):
+    gate = x @ p["w_gate"]
+    return (gate / (1.0 + np.exp(-gate)) * (x @ p["w_up"])) @ p["w_down"]
+
+
+def forward(params, tokens, cos, sin, mask, heads=4, layers=2):
+    """Logits for every position: (batch, seq, vocab)."""
+    x = params["embed"][tokens]
+    for i in range(layers):
+        p = params[f"layer{i}"]
+        x = x + attention(rms_norm(x, p["ln1"]), p, cos, sin, mask, heads)
+        x = x + swiglu(rms_norm(x, p["ln2"]), p)
+    return rms_norm(x, params["norm"]) @ params["head"]
+
+
+def loss(params, tokens, targets_onehot, cos, sin, mask, heads=4, layers=2):
+    """Mean next-token cross-entropy."""
+    logits = forward(params, tokens, cos, sin, mask, heads, layers)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return -(log_probs * targets_onehot).sum(axis=-1).mean()
+
+
+def synthetic_tokens(cfg: Config = Config(), batch: int = 4, seed: int = 1):
+    """Sequences that count upward modulo the vocabulary: learnable next-token data."""
+    rng = np.random.default_rng(seed)
+    start = rng.integers(0, cfg.vocab, (batch, 1))
+    seq = (start + np.arange(cfg.seq + 1)) % cfg.vocab
+    tokens, targets = seq[:, :-1], seq[:, 1:]
+    return tokens, np.eye(cfg.vocab, dtype=np.float32)[targets]
