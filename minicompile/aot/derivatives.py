@@ -403,14 +403,14 @@ def _concatenate(E, g, out, a):
     arrays, axis = a["arrays"], a["axis"]
     if axis is None:
         raise NonDifferentiable("np.concatenate(axis=None) has no derivative rule yet")
-    pieces = _split_along(E, g, arrays, axis)
+    pieces = _split_along(E, g, arrays, axis % len(g.shape))
     return {"arrays": tuple(E.call("reshape", p, tuple(x.shape)) if is_array(x) else None
                             for p, x in zip(pieces, arrays))}
 
 
 @derivative_rule("stack")
 def _stack(E, g, out, a):
-    axis = a["axis"]
+    axis = a["axis"] % len(g.shape)
     return {"arrays": tuple(E.call("getitem", g, (slice(None),) * axis + (i,)) if is_array(x) else None
                             for i, x in enumerate(a["arrays"]))}
 

@@ -737,6 +737,10 @@ class InstructionTranslator:
                 raise Unsupported("array indexing is not supported yet")
             return self.output.call("getitem", {"a": container, "key": self.index_key(index)})
         key = self.python_value(index)
+        if isinstance(container, DictVariable):
+            if key not in container.items:
+                raise Unsupported(f"KeyError: {key!r}", numpy_error=True)
+            return container.items[key]
         if isinstance(container, (TupleVariable, ListVariable)):
             try:
                 picked = container.items[key]
