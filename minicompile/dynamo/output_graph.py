@@ -123,7 +123,8 @@ class OutputGraph:
         if isinstance(value, types.FunctionType):
             self.guards.identity(source, value, lineno)
             return UserFunctionVariable(value, source)
-        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, np.ufunc, type)):
+        if isinstance(value, (types.ModuleType, types.BuiltinFunctionType, np.ufunc, type)) or (
+                callable(value) and type(value).__module__.startswith("numpy")):  # NumPy's dispatchers
             self.guards.identity(source, value, lineno)
             return PythonObjectVariable(value, source)
         if isinstance(value, (types.MethodType, types.GeneratorType, types.CoroutineType)) \

@@ -604,7 +604,10 @@ class InstructionTranslator:
 
     def CONTAINS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
-        result = self.python_value(a) in self.python_value(b)
+        if isinstance(b, DictVariable):  # key in dict: only the keys need to be known
+            result = self.dict_key(a) in b.items
+        else:
+            result = self.python_value(a) in self.python_value(b)
         self.push(ConstantVariable(result != bool(inst.arg)))
 
     # -- control flow on Python values ---------------------------------------------------------
