@@ -174,7 +174,10 @@ def _list_method(name: str):
         elif name == "insert":
             lst.items.insert(tx.python_value(args[0]), args[1])
         elif name == "pop":
-            return lst.items.pop(tx.python_value(args[0]) if args else -1)
+            index = tx.python_value(args[0]) if args else -1
+            if not lst.items or not -len(lst.items) <= index < len(lst.items):
+                raise Unsupported("IndexError: pop index out of range", numpy_error=True)
+            return lst.items.pop(index)
         elif name == "reverse":
             lst.items.reverse()
         else:

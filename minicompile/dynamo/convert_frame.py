@@ -53,7 +53,7 @@ Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 class Capture:
     graph: ir.Graph | None
     guards: GuardSet
-    input_sources: list[Source]
+    input_sources: list[str]  # expressions that read the graph inputs from the frame
     output_spec: Any  # see _output_spec
     break_reason: BreakReason | None
     seconds: float = 0.0
@@ -78,14 +78,17 @@ def frame_builtins(fn: types.FunctionType) -> dict:
 
 
 def capture(fn: types.FunctionType, L: dict[str, Any],
-            wrap_function: Callable[[types.FunctionType], Any] | None = None) -> Capture:
+            wrap_function: Callable[[types.FunctionType], Any] | None = None,
+            allow_breaks: bool = True, scalars_as_inputs: bool = False) -> Capture:
     """Trace ``fn`` symbolically for the frame values ``L``.
 
-    With ``wrap_function`` (which compiles a function lazily), a graph break
-    that can be resumed yields a break plan instead of an eager fallback."""
+    With ``wrap_function`` (which compiles a function lazily), side effects get
+    a compiled epilogue and, when ``allow_breaks``, a graph break that can be
+    resumed yields a break plan instead of an eager fallback."""
     start = time.perf_counter()
     logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(fn.__code__)}")
     output = OutputGraph()
+    output.scalars_as_inputs = scalars_as_inputs
     tracer = InstructionTranslator(fn, L, output)
     try:
         result = tracer.run()
@@ -96,7 +99,7 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
             plan = plan_epilogue(output, result, wrap_function)
             output.graph.output(plan.outputs)
             return Capture(passes.dead_code_elimination(output.graph), output.guards,
-                           list(output.input_sources), None, None, time.perf_counter() - start,
+                           output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
         spec = _output_spec(result, outputs)
@@ -106,16 +109,17 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     except Unsupported as e:
         graph, spec = None, None
         reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
-        if wrap_function is not None and not reason.numpy_error and hasattr(tracer, "snapshot"):
+        if wrap_function is not None and allow_breaks and not reason.numpy_error \
+                and hasattr(tracer, "snapshot"):
             try:
                 output.guard_array_writes()
                 plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
             except (NotResumable, Unsupported) as why:
-                return Capture(None, output.guards, list(output.input_sources), None, reason,
+                return Capture(None, output.guards, output.input_exprs(), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
             output.graph.output(plan.outputs)
             graph = passes.dead_code_elimination(output.graph)
-            return Capture(graph, output.guards, list(output.input_sources), None, reason,
+            return Capture(graph, output.guards, output.input_exprs(), None, reason,
                            time.perf_counter() - start, break_plan=plan)
     except Exception as e:  # a bug in minicompile: never let it cost the user a result
         if config.strict:
@@ -125,7 +129,7 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
         graph, spec = None, None
         reason = BreakReason(f"internal error: {type(e).__name__}: {e}",
                              fn.__code__.co_filename, tracer.lineno)
-    return Capture(graph, output.guards, list(output.input_sources), spec, reason,
+    return Capture(graph, output.guards, output.input_exprs(), spec, reason,
                    time.perf_counter() - start)
 
 
@@ -171,25 +175,25 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
     return tuple(items) if kind == "tuple" else items
 
 
-def _extractor(sources: list[Source], builtins_dict: dict, closure: tuple | None) -> Callable:
+def _extractor(exprs: list[str], builtins_dict: dict, closure: tuple | None) -> Callable:
     """``extract(L, G) -> (L['x'], G['W'], ...)``: the graph inputs of this frame."""
-    body = ", ".join(s.expr for s in sources)
-    src = f"def extract(L, G):\n    return ({body}{',' if sources else ''})"
-    namespace = {"B": builtins_dict, "CLOSURE": closure or ()}
+    body = ", ".join(exprs)
+    src = f"def extract(L, G):\n    return ({body}{',' if exprs else ''})"
+    namespace = {"B": builtins_dict, "CLOSURE": closure or (), "___asarray": np.asarray}
     exec(compile(src, "<minicompile inputs>", "exec"), namespace)
     return namespace["extract"]
 
 
 def compile_entry(
     fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool,
-    wrap_function: Callable[[types.FunctionType], Any] | None = None,
+    wrap_function: Callable[[types.FunctionType], Any] | None = None, is_resume: bool = False,
 ) -> CacheEntry:
     """Capture ``fn`` for this frame and compile the graph with ``backend``.
 
     ``wrap_function`` compiles the functions a graph break hands work to
     (resume functions, a callee that broke); without it a break runs eagerly.
     """
-    cap = capture(fn, L, None if fullgraph else wrap_function)
+    cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume)
     fb = frame_builtins(fn)
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
@@ -251,7 +255,7 @@ def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any
                           builtins_dict: dict) -> types.FunctionType:
     """Compile the break plan's source into the function that replaces the frame."""
     namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
-                 **plan.namespace}
+                 "___asarray": np.asarray, **plan.namespace}
     filename = f"<minicompile transformed {fn.__qualname__}>"
     exec(compile(plan.source, filename, "exec"), namespace)
     transformed = namespace["transformed"]

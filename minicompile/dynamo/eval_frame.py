@@ -67,7 +67,8 @@ class OptimizedFunction:
             return self.fn(*args, **kwargs)
         if self.cache:
             logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
-        entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function)
+        entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
+                              is_resume=self.fn.__code__.co_name.startswith("__resume_at_"))
         self.cache.append(entry)
         return entry.run(L, G, args, kwargs)
 

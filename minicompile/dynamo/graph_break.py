@@ -150,7 +150,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         if pushed:
             body.append(f"    ___result = {result}")
         body.append(f"    return {resume_call(instructions[next_index].offset, pushed)}")
-    inputs = ", ".join(s.expr for s in output.input_sources)
+    inputs = ", ".join(output.input_exprs())
     header = [f"def transformed(L, G):", f"    ___out = ___graph({inputs})"]
     return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
 
@@ -162,7 +162,7 @@ def plan_epilogue(output: OutputGraph, result: VariableTracker,
     w = Reconstructor(output, wrap_callee)
     ret = w.expr(result)
     effects = output.side_effects.emit(w.expr, w.graph_value)
-    inputs = ", ".join(s.expr for s in output.input_sources)
+    inputs = ", ".join(output.input_exprs())
     lines = [f"___out = ___graph({inputs})"] + w.lines + effects + [f"return {ret}"]
     return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace)
 
@@ -178,7 +178,7 @@ def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, co
         else:
             fn, self_arg = first, (None if second is NULL else second)
         prefix = f"{w.expr(self_arg)}, " if self_arg is not None else ""
-        return f"{w.expr(fn)}({prefix}*{args}" + (f", **{kwargs})" if kwargs else ")")
+        return f"{_callable(w, fn)}({prefix}*{args}" + (f", **{kwargs})" if kwargs else ")")
     if inst.opname == "CALL_KW":
         kw_names = tuple(w_value(stack.pop()))
     else:
@@ -196,7 +196,12 @@ def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, co
     n_kw = len(kw_names)
     positional = [w.expr(a) for a in args[: len(args) - n_kw]]
     keywords = [f"{k}={w.expr(v)}" for k, v in zip(kw_names, args[len(args) - n_kw:])]
-    return f"{w.expr(fn)}({', '.join(positional + keywords)})"
+    return f"{_callable(w, fn)}({', '.join(positional + keywords)})"
+
+
+def _callable(w: Reconstructor, fn: VariableTracker) -> str:
+    # A Python function called here is where the trace broke: compile it on its own.
+    return w.callee(fn) if isinstance(fn, UserFunctionVariable) else w.expr(fn)
 
 
 def w_value(var: VariableTracker) -> Any:

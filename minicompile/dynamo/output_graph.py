@@ -47,6 +47,13 @@ def _is_cupy_array(value: Any) -> bool:
     return type(value).__module__.startswith("cupy") and type(value).__name__ == "ndarray"
 
 
+def _mutable(value: Any) -> bool:
+    """Objects whose identity matters to the trace (a write through one name shows through all)."""
+    return type(value) in (list, dict) or not (
+        isinstance(value, (CONSTANT_TYPES, tuple, types.ModuleType, types.FunctionType, type,
+                           np.ndarray, np.ufunc)) or callable(value))
+
+
 def placeholder_name(source: Source) -> str:
     """``L['x']`` -> ``x``; ``G['W']`` -> ``W``; items and attributes joined by ``_``."""
     text = source.expr
@@ -63,6 +70,11 @@ class OutputGraph:
         self.input_sources: list[Source] = []
         self._wrapped: dict[str, VariableTracker] = {}
         self._array_sources: dict[int, tuple[Any, ArrayVariable]] = {}  # id -> (array, variable)
+        self._objects: dict[int, tuple[Any, VariableTracker]] = {}  # mutable objects by identity
+        # Treat NumPy scalar inputs as 0-d graph inputs instead of constants (resume
+        # functions: a scalar the graph computed must not be guarded on its value).
+        self.scalars_as_inputs = False
+        self.scalar_inputs: set[str] = set()
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
@@ -74,7 +86,17 @@ class OutputGraph:
         """A variable for ``value`` found at ``source``, with the guards it needs."""
         cached = self._wrapped.get(source.expr)
         if cached is None:
-            cached = self._wrap(value, source, lineno)
+            shared = self._objects.get(id(value)) if _mutable(value) else None
+            if shared is not None and shared[0] is value:
+                # One list, dict or object reached through two names: one variable, so a
+                # write through one name is seen through the other; guard they stay one.
+                self.guards.add(source, f"{source.expr} is {shared[1].source.expr}",
+                                f"id({source.expr})", lineno)
+                cached = shared[1]
+            else:
+                cached = self._wrap(value, source, lineno)
+                if _mutable(value):
+                    self._objects[id(value)] = (value, cached)
             self._wrapped[source.expr] = cached
         return cached
 
@@ -106,6 +128,12 @@ class OutputGraph:
         if isinstance(value, np.ndarray):
             self.guards.identity(source, type(value), lineno)
             raise Unsupported(f"{source} is a {type(value).__name__}, an ndarray subclass")
+        if self.scalars_as_inputs and isinstance(value, np.generic) and value.dtype in dtypes.SUPPORTED:
+            self.guards.type_of(source, value, lineno)
+            node = self.graph.placeholder(placeholder_name(source), ir.TensorMeta((), value.dtype))
+            self.input_sources.append(source)
+            self.scalar_inputs.add(source.expr)
+            return ArrayVariable(node, source, scalar=True)
         if isinstance(value, CONSTANT_TYPES):
             self.guards.value(source, value, lineno)
             return ConstantVariable(value, source)
@@ -135,6 +163,12 @@ class OutputGraph:
         # its type is guarded, its attributes are read and guarded when used.
         self.guards.type_of(source, value, lineno)
         return UserObjectVariable(value, source)
+
+    def input_exprs(self) -> list[str]:
+        """How the compiled code reads each graph input from the frame (NumPy scalar
+        inputs become 0-d arrays, which every backend takes)."""
+        return [f"___asarray({s.expr})" if s.expr in self.scalar_inputs else s.expr
+                for s in self.input_sources]
 
     def replace_everywhere(self, old: VariableTracker, new: VariableTracker) -> None:
         """Rebind ``old`` to ``new`` inside every container variable the trace holds."""

@@ -79,13 +79,22 @@ class Reconstructor:
         index = self.outputs.index(var.node)
         return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
 
+    def callee(self, var: UserFunctionVariable) -> str:
+        """A function whose call broke the graph: run it compiled on its own."""
+        if not isinstance(var.fn, types.FunctionType):
+            raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
+        fn = self.const(self.callee_wrapper(var.fn))
+        if var.bound_self is not None:
+            return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
+        return fn
+
     def _expr(self, var: VariableTracker) -> str:
         if isinstance(var, ArrayVariable):
             if var.source is not None:
                 return var.source.expr  # the caller's own array object (updated in place, if at all)
             return self.graph_value(var)
-        if var.source is not None and not isinstance(var, (TupleVariable, ListVariable, DictVariable)):
-            return var.source.expr
+        if var.source is not None and not isinstance(var, UserFunctionVariable):
+            return var.source.expr  # the caller's own object: identity kept, effects replayed on it
         if isinstance(var, ConstantVariable):
             return self.const(var.value)
         if isinstance(var, PythonObjectVariable):
@@ -101,12 +110,10 @@ class Reconstructor:
             return f"{self.expr(var.obj)}.{var.name}"
         if isinstance(var, UserObjectVariable):
             return self.const(var.value)
+        if isinstance(var, UserFunctionVariable) and var.source is not None and var.bound_self is None:
+            return var.source.expr
         if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType):
-            # A call that broke inside this function: run it compiled on its own.
-            fn = self.const(self.callee_wrapper(var.fn))
-            if var.bound_self is not None:
-                return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
-            return fn
+            return self.callee(var)
         raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
 
 

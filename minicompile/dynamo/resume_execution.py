@@ -89,9 +89,10 @@ def covered_by_exception_table(code: types.CodeType, offset: int) -> bool:
 
 
 def inside_loop(instructions: list[dis.Instruction], offset: int) -> bool:
-    """Does a backward jump after ``offset`` land at or before it?"""
-    return any(inst.offset > offset and inst.opname.startswith(("JUMP_BACKWARD", "POP_JUMP_BACKWARD"))
-               and inst.argval <= offset for inst in instructions)
+    """Does a backward jump at or after ``offset`` land at or before it?  (The
+    jump itself counts: 3.11 tests a ``while`` condition at the loop's bottom.)"""
+    return any(inst.offset >= offset and "BACKWARD" in inst.opname
+               and isinstance(inst.argval, int) and inst.argval <= offset for inst in instructions)
 
 
 def can_resume(code: types.CodeType) -> str | None:

@@ -92,6 +92,10 @@ PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, 
                  isinstance, type, getattr, hasattr, repr, format, sum, any, all, sorted}
 PURE_MODULES = ("math",)
 
+# Modules whose attributes are read once and trusted not to change (not guarded).
+FIXED_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "itertools",
+                           "collections", "typing", "minicompile"})
+
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
 
 
@@ -366,10 +370,17 @@ class InstructionTranslator:
                 value = getattr(obj.value, name)
             except AttributeError as e:
                 raise Unsupported(f"AttributeError: {e}") from None
-            # Module attributes (np.exp, math.pi) are taken as fixed: not guarded.
-            var = self.wrap_value(value)
-            var.source = attr_source(obj.source, name) if obj.source else None
-            return var
+            module = obj.value.__name__.split(".")[0]
+            if module in FIXED_MODULES or obj.source is None:
+                # Library modules (np.exp, math.pi) are taken as fixed: not guarded.
+                var = self.wrap_value(value)
+                var.source = attr_source(obj.source, name) if obj.source else None
+                return var
+            # A setting in the user's own module may change between calls: guard it.
+            return self.output.wrap(value, attr_source(obj.source, name), self.lineno)
+        if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, type) \
+                and obj.value.__module__ not in ("builtins",) and not obj.value.__module__.startswith("numpy"):
+            return self.class_attr(obj, name)
         if isinstance(obj, UserObjectVariable):
             return self.user_object_attr(obj, name)
         if type(obj) in CONTAINER_METHODS and name in CONTAINER_METHODS[type(obj)]:
@@ -381,6 +392,21 @@ class InstructionTranslator:
             if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
                 return self.evaluate(getattr, value, name)
         raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
+
+    def class_attr(self, cls: PythonObjectVariable, name: str) -> VariableTracker:
+        """``Cls.name`` on a user class: functions, static/class methods, plain values."""
+        try:
+            static = inspect.getattr_static(cls.value, name)
+        except AttributeError:
+            raise Unsupported(f"AttributeError: type object {cls.value.__name__!r} has no attribute {name!r}",
+                              numpy_error=True) from None
+        if isinstance(static, staticmethod) or isinstance(static, types.FunctionType):
+            return UserFunctionVariable(getattr(static, "__func__", static))
+        if isinstance(static, classmethod):
+            return UserFunctionVariable(static.__func__, bound_self=cls)
+        if hasattr(static, "__get__") or cls.source is None:
+            raise Unsupported(f"class attribute {cls.value.__name__}.{name} is a descriptor")
+        return self.output.wrap(static, attr_source(cls.source, name), self.lineno)
 
     def user_object_attr(self, obj: UserObjectVariable, name: str) -> VariableTracker:
         """``obj.name`` on a user object, resolved the way Python would, without running code
@@ -708,6 +734,9 @@ class InstructionTranslator:
             return items
         if isinstance(var, ArrayVariable):
             raise Unsupported("iterating over an array is not supported yet")
+        if isinstance(var, UserObjectVariable) and isinstance(var.value, tuple) and var.source is not None:
+            return [self.output.wrap(v, item_source(var.source, i), self.lineno)  # a named tuple
+                    for i, v in enumerate(var.value)]
         value = self.python_value(var)
         try:
             return [self.wrap_value(v) for v in value]
@@ -803,6 +832,9 @@ class InstructionTranslator:
         var = self.pop()
         if isinstance(var, IteratorVariable):
             self.push(var)
+        elif isinstance(var, ListVariable):
+            # A list iterator sees items appended during the loop: share the item list.
+            self.push(IteratorVariable(var.items))
         else:
             self.push(IteratorVariable(self.sequence_items(var)))
 
