@@ -424,7 +424,8 @@ class InstructionTranslator:
             if isinstance(static, staticmethod):
                 return UserFunctionVariable(static.__func__)
             if isinstance(static, classmethod):
-                return UserFunctionVariable(static.__func__, bound_self=self.wrap_value(type(value)))
+                cls = PythonObjectVariable(type(value), Source(f"type({obj.source.expr})") if obj.source else None)
+                return UserFunctionVariable(static.__func__, bound_self=cls)
             if isinstance(static, types.FunctionType):
                 return UserFunctionVariable(static, bound_self=obj)
             if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
@@ -620,6 +621,11 @@ class InstructionTranslator:
 
     def IS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
+        objects = (ListVariable, DictVariable, UserObjectVariable)
+        if isinstance(a, objects) or isinstance(b, objects):
+            # One object is one variable (wrap deduplicates by identity, guarded).
+            self.push(ConstantVariable((a is b) != bool(inst.arg)))
+            return
         if self.is_constant(a) and self.is_constant(b):
             result = self.python_value(a) is self.python_value(b)
         elif isinstance(a, ArrayVariable) != isinstance(b, ArrayVariable):
