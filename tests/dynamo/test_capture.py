@@ -728,7 +728,6 @@ FALLBACKS = [
     Fallback(calls_item, lambda: (randn(3),), ".item"),
     Fallback(calls_tolist, lambda: (randn(3),), ".tolist"),
     Fallback(data_dependent_if, lambda: (randn(4),), "data-dependent"),
-    Fallback(indexes, lambda: (randn(3, 2),), "indexing"),
     Fallback(exp_with_out, lambda: (randn(3), np.zeros(3)), "out="),
     Fallback(reads_complex, lambda: (randn(3) + 1j * randn(3),), "complex128"),
     Fallback(reads_object_array, lambda: (np.array([1, "a", 2.5], dtype=object),), "object"),
