@@ -32,7 +32,6 @@ from .exc import NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .output_graph import OutputGraph
-from .source import Source
 from .symbolic_convert import InstructionTranslator
 from .variables import (
     ArrayVariable,

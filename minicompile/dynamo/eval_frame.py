@@ -13,7 +13,7 @@ import functools
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 from .. import config, logs
 from .binder import make_binder

@@ -21,7 +21,6 @@ their first call, so the code after a break gets a graph of its own.
 from __future__ import annotations
 
 import dis
-import math
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,19 +32,7 @@ from .exc import NotResumable
 from .output_graph import OutputGraph
 from .reconstruct import Reconstructor
 from .resume_execution import can_resume, covered_by_exception_table, inside_loop, make_resume_code
-from .variables import (
-    NULL,
-    ArrayVariable,
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    MethodVariable,
-    PythonObjectVariable,
-    TupleVariable,
-    UserFunctionVariable,
-    UserObjectVariable,
-    VariableTracker,
-)
+from .variables import NULL, ConstantVariable, TupleVariable, UserFunctionVariable, VariableTracker
 
 JUMPS_IF_TRUE = {"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE"}
 JUMPS_IF_FALSE = {"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE"}
@@ -151,7 +138,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
             body.append(f"    ___result = {result}")
         body.append(f"    return {resume_call(instructions[next_index].offset, pushed)}")
     inputs = ", ".join(output.input_exprs())
-    header = [f"def transformed(L, G):", f"    ___out = ___graph({inputs})"]
+    header = ["def transformed(L, G):", f"    ___out = ___graph({inputs})"]
     return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
 
 

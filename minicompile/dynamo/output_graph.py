@@ -11,7 +11,6 @@ is unsupported, and the reason names the source.
 from __future__ import annotations
 
 import types
-from dataclasses import replace
 from typing import Any
 
 import numpy as np

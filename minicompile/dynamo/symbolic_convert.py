@@ -69,8 +69,8 @@ BINARY_OPS: dict[str, tuple[Callable, str | None]] = {
     "&": (operator.and_, "bitwise_and"),
     "|": (operator.or_, "bitwise_or"),
     "^": (operator.xor, "bitwise_xor"),
-    "<<": (operator.lshift, None),
-    ">>": (operator.rshift, None),
+    "<<": (operator.lshift, "left_shift"),
+    ">>": (operator.rshift, "right_shift"),
 }
 COMPARE_OPS: dict[str, tuple[Callable, str]] = {
     "<": (operator.lt, "less"),
