@@ -106,8 +106,14 @@ class Graph:
         as_meta = {k: _map_nodes(v, lambda n: n.meta) for k, v in bound.items()}
         if op.canonicalize is not None:
             canonical = op.canonicalize(as_meta)
-            # canonicalize rewrites only Python-valued parameters; keep the nodes.
-            bound = {k: (bound[k] if _has_node(bound[k]) else canonical[k]) for k in bound}
+            # canonicalize sees metas in place of nodes and may move them around
+            # (an index key gains a trailing slice); put each node back where
+            # its meta ended up.
+            pending: dict[int, list[Node]] = {}
+            for n in _flatten(bound.values()):
+                if isinstance(n, Node):
+                    pending.setdefault(id(n.meta), []).append(n)
+            bound = {k: _restore_nodes(canonical[k], pending) for k in bound}
             as_meta = canonical
         meta = op.meta(**as_meta)
         node = Node(self._unique(op.name), "call", op, tuple(bound.values()), meta)
@@ -177,8 +183,18 @@ class Graph:
         return f"<Graph {len(self.placeholders)} inputs, {self.op_count()} ops>"
 
 
-def _has_node(value: Any) -> bool:
-    return any(isinstance(v, Node) for v in _flatten((value,)))
+def _restore_nodes(value: Any, pending: dict[int, list[Node]]) -> Any:
+    if isinstance(value, TensorMeta):
+        nodes = pending.get(id(value))
+        if not nodes:
+            raise TypeError("canonicalize returned an array argument that was not an input")
+        # Keep the last one for repeated uses of one node (x + x).
+        return nodes.pop(0) if len(nodes) > 1 else nodes[0]
+    if isinstance(value, tuple):
+        return tuple(_restore_nodes(v, pending) for v in value)
+    if isinstance(value, list):
+        return [_restore_nodes(v, pending) for v in value]
+    return value
 
 
 def format_value(value: Any) -> str:

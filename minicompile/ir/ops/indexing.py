@@ -1,0 +1,91 @@
+"""Indexing: reading and writing through an index, as pure functions.
+
+In:  ``getitem(a, key)`` is ``a[key]``; ``setitem(a, key, value)`` is a *copy*
+     of ``a`` with ``a[key] = value`` applied — the functional form capture
+     turns ``x[...] = v`` into, rebinding ``x`` to the result.  Keys are parsed
+     by :mod:`minicompile.ir.indexing` (basic slices, None, Ellipsis, integer
+     arrays, constant boolean masks; an array mask only where the result shape
+     does not escape: ``x[mask] = v`` with one value ``v``).
+     Also ``take``, ``take_along_axis`` and ``put_along_axis`` (functional):
+     every output shape here is known from shapes alone.
+Out: registered :class:`OpDef` entries of kind ``index``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from .. import indexing as ix
+from .registry import TensorMeta, normalize_axis, simple_op
+
+
+def _getitem(a, key):
+    return a[key]
+
+
+def _key_canon(args: dict[str, Any]) -> dict[str, Any]:
+    return {**args, "key": ix.canonical_key(args["key"], args["a"].shape)}
+
+
+def _getitem_meta(a: TensorMeta, key: tuple) -> TensorMeta:
+    return TensorMeta(ix.result_shape(key, a.shape), a.dtype)
+
+
+# x[0, 1] is a NumPy scalar, x[0, 1, ...] a 0-d view: ``scalar_result`` holds
+# the common answer for readers of the flag, ``scalar_rule`` the exact one.
+simple_op("getitem", _getitem, "index", canonicalize=_key_canon, meta=_getitem_meta, scalar_result=True,
+          scalar_rule=lambda args: ix.gives_scalar(args["key"], args["a"].shape))
+
+
+def _setitem(a, key, value):
+    out = np.array(a, copy=True)
+    out[key] = value
+    return out
+
+
+def _setitem_meta(a: TensorMeta, key: tuple, value: Any) -> TensorMeta:
+    ix.setitem_value_check(key, a.shape, value)
+    if isinstance(value, TensorMeta) or isinstance(value, np.ndarray):
+        dt.check_supported(value.dtype)
+    else:
+        # NumPy's own conversion of a Python value into the element type
+        # (300 into int8 -> OverflowError, nan into int -> ValueError).
+        np.zeros(np.shape(value), a.dtype)[...] = value
+    return TensorMeta(a.shape, a.dtype)
+
+
+simple_op("setitem", _setitem, "index", canonicalize=_key_canon, meta=_setitem_meta)
+
+
+def _take(a, indices, axis=None, mode="raise"):
+    return np.take(a, indices, axis=axis, mode=mode)
+
+
+def _take_canon(args: dict[str, Any]) -> dict[str, Any]:
+    indices = args["indices"]
+    if isinstance(indices, list):
+        indices = ix.nested_tuple(indices)  # prints as Python, means the same to np.take
+    axis = args["axis"]
+    if axis is not None:
+        axis = normalize_axis(axis, args["a"].ndim)
+    return {**args, "indices": indices, "axis": axis}
+
+
+# np.take returns a NumPy scalar for a 0-d result, whatever the index.
+simple_op("take", _take, "index", canonicalize=_take_canon, scalar_result=True)
+
+
+def _take_along_axis(arr, indices, axis=-1):
+    return np.take_along_axis(arr, indices, axis=axis)
+
+
+def _put_along_axis(arr, indices, values, axis):
+    out = np.array(arr, copy=True)
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+simple_op("take_along_axis", _take_along_axis, "index")
+simple_op("put_along_axis", _put_along_axis, "index")

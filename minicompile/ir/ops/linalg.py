@@ -1,0 +1,188 @@
+"""Linear algebra: ``matmul``/``@``, ``dot``, ``vdot``, ``inner``, ``outer``,
+``tensordot``, ``einsum``, ``convolve``, ``trace``.
+
+In:  two arrays (``einsum``: a subscripts string and a tuple of operands).
+Out: registered :class:`OpDef` entries of kind ``extern`` (BLAS through
+     NumPy); a 0-d result is a NumPy scalar, as in NumPy.
+
+``matmul``, ``dot``, ``inner``, ``outer`` and ``tensordot`` have explicit
+shape rules, so that tracing a large product costs nothing; their dtype is
+NumPy's answer on one-element samples of the same rank.  ``einsum`` and
+``convolve`` ask NumPy on ghost inputs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as dt
+from .pointwise import ufunc_loop_dtypes
+from .registry import OpDef, TensorMeta, broadcast_shapes, register, simple_op
+
+
+def _matmul(x1, x2):
+    return np.matmul(x1, x2)
+
+
+def _matmul_meta(x1: TensorMeta, x2: TensorMeta) -> TensorMeta:
+    if x1.ndim == 0 or x2.ndim == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    a = x1.shape if x1.ndim > 1 else (1,) + x1.shape
+    b = x2.shape if x2.ndim > 1 else x2.shape + (1,)
+    if a[-1] != b[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
+            f"(size {b[-2]} is different from {a[-1]})"
+        )
+    batch = tuple(np.broadcast_shapes(a[:-2], b[:-2]))
+    shape = batch + (a[-2],) * (x1.ndim > 1) + (b[-1],) * (x2.ndim > 1)
+    loop = ufunc_loop_dtypes(np.matmul, (x1, x2))
+    return TensorMeta(shape, dt.check_supported(loop[-1]))
+
+
+register(OpDef("matmul", "extern", _matmul, _matmul_meta, ufunc=np.matmul, scalar_result=True))
+
+
+def _tiny_dtype(fn: Any, *operands: Any, **kwargs: Any) -> np.dtype:
+    """NumPy's result dtype for ``fn`` on one-element samples of the same ranks."""
+    samples = [np.ones((1,) * o.ndim, o.dtype) if isinstance(o, TensorMeta) else o for o in operands]
+    return dt.check_supported(np.asarray(fn(*samples, **kwargs)).dtype)
+
+
+def _not_aligned(a: TensorMeta, b: TensorMeta, i: int, j: int) -> ValueError:
+    return ValueError(f"shapes {a.shape} and {b.shape} not aligned: "
+                      f"{a.shape[i]} (dim {i % a.ndim}) != {b.shape[j]} (dim {j % b.ndim})")
+
+
+def _dot(a, b):
+    return np.dot(a, b)
+
+
+def _dot_meta(a: TensorMeta, b: TensorMeta) -> TensorMeta:
+    if a.ndim == 0 or b.ndim == 0:  # dot with a scalar is multiply
+        return TensorMeta(broadcast_shapes(a, b), _tiny_dtype(np.dot, a, b))
+    k = -2 if b.ndim >= 2 else -1
+    if a.shape[-1] != b.shape[k]:
+        raise _not_aligned(a, b, a.ndim - 1, k % b.ndim)
+    shape = a.shape[:-1] + b.shape[:-2] + (b.shape[-1:] if b.ndim >= 2 else ())
+    return TensorMeta(shape, _tiny_dtype(np.dot, a, b))
+
+
+def _inner(a, b):
+    return np.inner(a, b)
+
+
+def _inner_meta(a: TensorMeta, b: TensorMeta) -> TensorMeta:
+    if a.ndim == 0 or b.ndim == 0:
+        return TensorMeta(broadcast_shapes(a, b), _tiny_dtype(np.inner, a, b))
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError("shapes %s and %s not aligned: %d (dim %d) != %d (dim %d)" % (
+            a.shape, b.shape, a.shape[-1], a.ndim - 1, b.shape[-1], b.ndim - 1))
+    return TensorMeta(a.shape[:-1] + b.shape[:-1], _tiny_dtype(np.inner, a, b))
+
+
+def _outer(a, b):
+    return np.outer(a, b)
+
+
+def _outer_meta(a: TensorMeta, b: TensorMeta) -> TensorMeta:
+    return TensorMeta((a.size, b.size), _tiny_dtype(np.outer, a, b))
+
+
+def _vdot(a, b):
+    return np.vdot(a, b)
+
+
+def _vdot_meta(a: TensorMeta, b: TensorMeta) -> TensorMeta:
+    if a.size != b.size:
+        raise ValueError("cannot reshape array: vdot needs operands of the same size")
+    return TensorMeta((), _tiny_dtype(np.vdot, a, b))
+
+
+register(OpDef("dot", "extern", _dot, _dot_meta, scalar_result=True))
+register(OpDef("inner", "extern", _inner, _inner_meta, scalar_result=True))
+register(OpDef("outer", "extern", _outer, _outer_meta))
+register(OpDef("vdot", "extern", _vdot, _vdot_meta, scalar_result=True))
+
+
+def _tensordot(a, b, axes=2):
+    return np.tensordot(a, b, axes)
+
+
+def _tensordot_canon(args: dict[str, Any]) -> dict[str, Any]:
+    """``axes`` -> the pair of contracted axis tuples, non-negative (NumPy's own reading)."""
+    a, b, axes = args["a"], args["b"], args["axes"]
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > a.ndim or n > b.ndim:
+            raise ValueError("shape-mismatch for sum")
+        pair = (tuple(range(a.ndim - n, a.ndim)), tuple(range(n)))
+    else:
+        xa, xb = axes
+        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
+        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
+        if len(xa) != len(xb):
+            raise ValueError("shape-mismatch for sum")
+        pair = (tuple(int(i) % max(a.ndim, 1) for i in xa), tuple(int(i) % max(b.ndim, 1) for i in xb))
+    for i, j in zip(*pair):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError("shape-mismatch for sum")
+    return {**args, "axes": pair}
+
+
+def _tensordot_meta(a: TensorMeta, b: TensorMeta, axes: tuple) -> TensorMeta:
+    xa, xb = axes
+    shape = tuple(n for i, n in enumerate(a.shape) if i not in xa) + \
+        tuple(n for i, n in enumerate(b.shape) if i not in xb)
+    return TensorMeta(shape, _tiny_dtype(np.dot, a, b))
+
+
+# np.tensordot returns a 0-d *array* for a full contraction, not a scalar.
+register(OpDef("tensordot", "extern", _tensordot, _tensordot_meta, canonicalize=_tensordot_canon))
+
+
+def _einsum(subscripts, operands, optimize=False):
+    return np.einsum(subscripts, *operands, optimize=optimize)
+
+
+def _einsum_canon(args: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(args["subscripts"], str):
+        raise NotImplementedError("einsum in its interleaved (sublist) form is not supported")
+    return {**args, "operands": tuple(args["operands"])}
+
+
+simple_op("einsum", _einsum, "extern", scalar_result=True, canonicalize=_einsum_canon)
+
+
+def _convolve(a, v, mode="full"):
+    return np.convolve(a, v, mode)
+
+
+def _correlate(a, v, mode="valid"):
+    return np.correlate(a, v, mode)
+
+
+simple_op("convolve", _convolve, "extern")
+simple_op("correlate", _correlate, "extern")
+
+
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    return np.trace(a, offset, axis1, axis2, dtype)
+
+
+simple_op("trace", _trace, "extern", scalar_result=True)
+
+
+def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    return np.cross(a, b, axisa, axisb, axisc, axis)
+
+
+simple_op("cross", _cross, "extern", scalar_result=True)
+
+
+def _kron(a, b):
+    return np.kron(a, b)
+
+
+simple_op("kron", _kron, "extern", scalar_result=True)

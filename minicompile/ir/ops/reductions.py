@@ -1,0 +1,174 @@
+"""Reductions: ops that fold axes away (``sum``, ``var``, ``argmax``, ``any``, ``nanmax``...).
+
+In:  an array, ``axis`` (int, tuple, negative, or None), ``keepdims``, and
+     per op ``dtype`` or ``ddof``.
+Out: registered :class:`OpDef` entries, all of kind ``reduction`` and all
+     returning a NumPy scalar for a 0-d result, as NumPy does.
+
+Canonical form: ``axis`` becomes the sorted tuple of reduced axes (``None`` ->
+all of them), ``keepdims`` a bool, ``dtype`` a ``np.dtype`` or None.  The shape
+rule follows from the axes; the dtype rule is NumPy's own answer on a
+one-element sample of the same rank (``sum(int32) -> int64``, ``mean(int) ->
+float64``, ``any -> bool``).  Reductions without an identity (max, argmax,
+ptp, nanmax...) refuse an empty reduced axis with NumPy's ValueError.
+
+``argmax``/``argmin`` are different: their ``axis`` is one axis or None, and
+None means "index into the flattened array", so it stays None.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes as dt
+from .registry import OpDef, TensorMeta, normalize_axes, normalize_axis, register, simple_op
+
+P = inspect.Parameter
+
+
+def _reduction(name: str, fn: Callable, extra: dict[str, Any], identity: bool) -> OpDef:
+    """``fn(a, axis=None, <extra params>, keepdims=False)`` as a registered reduction.
+
+    ``extra`` maps the op's own parameters (``dtype``, ``ddof``) to their
+    defaults, in NumPy's order.
+    """
+    names = ("a", "axis", *extra, "keepdims")
+    defaults = {"axis": None, **extra, "keepdims": False}
+    params = [P("a", P.POSITIONAL_OR_KEYWORD)] + [
+        P(n, P.POSITIONAL_OR_KEYWORD, default=defaults[n]) for n in names[1:]
+    ]
+
+    signature = inspect.Signature(params)
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        # By keyword: NumPy's positional order has ``out`` where ours has ``keepdims``.
+        return fn(**signature.bind(*args, **kwargs).arguments)
+
+    impl.__signature__ = signature  # type: ignore[attr-defined]
+    impl.__name__ = name
+
+    def canonicalize(args: dict[str, Any]) -> dict[str, Any]:
+        a = args["a"]
+        args = {**args, "axis": normalize_axes(args["axis"], a.ndim), "keepdims": bool(args["keepdims"])}
+        if args.get("dtype") is not None:
+            args["dtype"] = np.dtype(args["dtype"])
+        return args
+
+    def meta(a: TensorMeta, axis: tuple[int, ...], keepdims: bool, **rest: Any) -> TensorMeta:
+        if not identity and any(a.shape[i] == 0 for i in axis):
+            raise ValueError(
+                f"zero-size array to reduction operation {name} which has no identity"
+            )
+        shape = tuple(
+            (1 if keepdims else None) if i in axis else n for i, n in enumerate(a.shape)
+        )
+        sample = np.ones((1,) * a.ndim, dtype=a.dtype)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # var of one element with ddof=1: nan, by design
+            out_dtype = np.asarray(fn(sample, axis=axis, keepdims=keepdims, **rest)).dtype
+        return TensorMeta(tuple(n for n in shape if n is not None), dt.check_supported(out_dtype))
+
+    return register(OpDef(name, "reduction", impl, meta, canonicalize=canonicalize, scalar_result=True))
+
+
+# name -> (NumPy function, extra parameters with defaults, has an identity)
+REDUCTIONS: dict[str, tuple[Callable, dict[str, Any], bool]] = {
+    # the five the inductor lowers to loops
+    "sum": (np.sum, {"dtype": None}, True),
+    "prod": (np.prod, {"dtype": None}, True),
+    "mean": (np.mean, {"dtype": None}, True),
+    "max": (np.max, {}, False),
+    "min": (np.min, {}, False),
+    # the rest run as Externs
+    "var": (np.var, {"dtype": None, "ddof": 0}, True),
+    "std": (np.std, {"dtype": None, "ddof": 0}, True),
+    "any": (np.any, {}, True),
+    "all": (np.all, {}, True),
+    "ptp": (np.ptp, {}, False),
+    "nansum": (np.nansum, {"dtype": None}, True),
+    "nanprod": (np.nanprod, {"dtype": None}, True),
+    "nanmean": (np.nanmean, {"dtype": None}, True),
+    "nanmax": (np.nanmax, {}, False),
+    "nanmin": (np.nanmin, {}, False),
+    "nanvar": (np.nanvar, {"dtype": None, "ddof": 0}, True),
+    "nanstd": (np.nanstd, {"dtype": None, "ddof": 0}, True),
+    "count_nonzero": (np.count_nonzero, {}, True),
+}
+for _name, (_fn, _extra, _identity) in REDUCTIONS.items():
+    _reduction(_name, _fn, _extra, _identity)
+
+
+def _arg_reduction(name: str, fn: Callable) -> OpDef:
+    def impl(a, axis=None, keepdims=False):
+        return fn(a, axis=axis, keepdims=keepdims)
+
+    impl.__name__ = name
+
+    def canonicalize(args: dict[str, Any]) -> dict[str, Any]:
+        axis = args["axis"]
+        if axis is not None:
+            axis = normalize_axis(axis, max(args["a"].ndim, 1))
+        return {**args, "axis": axis, "keepdims": bool(args["keepdims"])}
+
+    def meta(a: TensorMeta, axis: int | None, keepdims: bool) -> TensorMeta:
+        reduced = range(a.ndim) if axis is None else (axis,)
+        if a.size == 0 and (axis is None or a.shape[axis] == 0):
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        shape = tuple(1 if i in reduced else n for i, n in enumerate(a.shape)) if keepdims else \
+            tuple(n for i, n in enumerate(a.shape) if i not in reduced)
+        return TensorMeta(shape, np.dtype(np.intp))
+
+    return simple_op(name, impl, "reduction", scalar_result=True, canonicalize=canonicalize, meta=meta)
+
+
+_arg_reduction("argmax", np.argmax)
+_arg_reduction("argmin", np.argmin)
+_arg_reduction("nanargmax", np.nanargmax)
+_arg_reduction("nanargmin", np.nanargmin)
+
+
+def _order_statistic(name: str, fn: Callable, with_q: bool) -> OpDef:
+    """median, percentile, quantile: ``axis`` (int, tuple, None) keeps the
+    user's spelling; ``q`` may be a sequence, which adds leading axes."""
+    if with_q:
+        def impl(a, q, axis=None, method="linear", keepdims=False):
+            return fn(a, q, axis=axis, method=method, keepdims=keepdims)
+    else:
+        def impl(a, axis=None, keepdims=False):
+            return fn(a, axis=axis, keepdims=keepdims)
+    impl.__name__ = name
+
+    def canonicalize(args: dict[str, Any]) -> dict[str, Any]:
+        out = {**args, "keepdims": bool(args["keepdims"])}
+        if isinstance(args["axis"], list):
+            out["axis"] = tuple(args["axis"])
+        if with_q and isinstance(args["q"], list):
+            out["q"] = tuple(args["q"])
+        return out
+
+    return simple_op(name, impl, "reduction", scalar_result=True, canonicalize=canonicalize)
+
+
+_order_statistic("median", np.median, with_q=False)
+_order_statistic("nanmedian", np.nanmedian, with_q=False)
+_order_statistic("percentile", np.percentile, with_q=True)
+_order_statistic("quantile", np.quantile, with_q=True)
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def _norm_canon(args: dict[str, Any]) -> dict[str, Any]:
+    axis = args["axis"]
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    return {**args, "axis": axis, "keepdims": bool(args["keepdims"])}
+
+
+# Vector norms (any ord) and the Frobenius / nuclear-free matrix norms: NumPy
+# reads ``ord`` and ``axis`` together, so they keep the user's spelling.
+simple_op("norm", _norm, "reduction", scalar_result=True, canonicalize=_norm_canon)
