@@ -1,15 +1,26 @@
 """How NumPy calls in user code become graph ops.
 
-Two tables map what the user wrote to an op in the IR registry:
+Tables map what the user wrote to an op in the IR registry:
 
-* :data:`FUNCTIONS` — NumPy functions (``np.exp``, ``np.sum``, ``np.where``);
-* :data:`METHODS` — ndarray methods (``x.sum``, ``x.reshape``, ``x.astype``).
+* :data:`FUNCTIONS` — NumPy functions (``np.exp``, ``np.sum``, ``np.linalg.norm``);
+* :data:`METHODS` — ndarray methods (``x.sum``, ``x.reshape``, ``x.astype``);
+* :data:`OPERATORS` — Python operators on arrays (``+``, ``<<``, ``x[key]``);
+* :data:`SPLITS` — functions with several results (``np.split``): one
+  ``getitem`` node per piece, keyword arguments from :func:`split_calls`;
+* :data:`MUTATIONS` / :data:`METHOD_MUTATIONS` — calls that write into an
+  argument (``np.copyto``, ``np.add.at``, ``x.sort()``): the op computes the
+  argument's new value, and capture must rebind the argument to it (and write
+  it back when it came from the caller).  They are *not* in :data:`FUNCTIONS`
+  or :data:`METHODS`: until capture does that, they graph-break instead of
+  silently not mutating.
 
-Each entry pairs the op name with a *stub* whose signature is NumPy's own, so a
-call is bound exactly as NumPy would bind it (positional order, keywords,
-defaults).  Parameters the op does not model yet (``out=``, ``where=``,
-``initial=``) must keep their defaults; otherwise the call is unsupported and
-the interpreter reports it as a graph break instead of guessing.
+Each entry pairs the op name with a *stub* whose signature is NumPy's own —
+most often the NumPy function itself — so a call is bound exactly as NumPy
+would bind it (positional order, keywords, defaults).  Parameters the op does
+not model (``out=``, ``where=``, ``initial=``) must keep their defaults;
+otherwise the call is unsupported and the interpreter reports it as a graph
+break instead of guessing.  Random numbers and I/O (``np.random.*``,
+``np.load``, ``np.savetxt``) are deliberately absent: they must graph-break.
 """
 from __future__ import annotations
 
@@ -19,10 +30,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.ops import POINTWISE_UFUNCS
+from ..ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, split_keys
 from .exc import Unsupported
+from .variables import TupleVariable
 
-_NO = object()  # NumPy's "no value given" default
+_NO = np._NoValue  # NumPy's own "no value given" default
 
 
 @dataclass(frozen=True)
@@ -51,37 +63,59 @@ def bind_call(rule: CallRule, args: tuple, kwargs: dict, what: str) -> dict[str,
     except TypeError as e:
         raise Unsupported(f"{what}: {e}") from None
     bound.apply_defaults()
+    given: list[tuple[str, Any, Any]] = []  # (name, value, NumPy's default)
+    for name, value in bound.arguments.items():
+        param = sig.parameters[name]
+        if param.kind is param.VAR_KEYWORD:  # np.pad(..., constant_values=1), np.clip(..., min=0)
+            given.extend((k, v, _NO) for k, v in value.items())
+        else:
+            given.append((name, value, param.default))
     op_params = get_op(rule.op).param_names
     op_kwargs: dict[str, Any] = {}
-    for name, value in bound.arguments.items():
+    for name, value, default in given:
+        if value is _NO:
+            continue  # NumPy's "not given": the op's own default applies
         target = rule.rename.get(name, name)
         if target in op_params:
             op_kwargs[target] = value
-        elif not _is_default(value, sig.parameters[name].default):
+        elif not _is_default(value, default):
             raise Unsupported(f"{what}: argument {name}={value!r} is not supported yet")
     return rule.post(op_kwargs) if rule.post else op_kwargs
 
 
-# -- stubs with NumPy's signatures ------------------------------------------------
+# -- stubs with NumPy's signatures, where the function itself offers none we can use --
 
 def _unary(x, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None, subok=True): ...
 def _binary(x1, x2, /, out=None, *, where=True, casting="same_kind", order="K", dtype=None, subok=True): ...
-def _sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO, where=_NO): ...
-def _mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO): ...
-def _max(a, axis=None, out=None, keepdims=False, initial=_NO, where=_NO): ...
 def _where(condition, x, y, /): ...
-def _matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, subok=True): ...
-def _transpose(a, axes=None): ...
-def _reshape(a, shape, order="C", *, copy=None): ...
-def _astype(x, dtype, /, *, copy=True, device=None): ...
+def _einsum(subscripts, /, *operands, out=None, dtype=None, order="K", casting="safe", optimize=False): ...
+def _at(a, indices, b=None, /): ...
+def _one_array(a, /): ...
 
 # ndarray methods: the array arrives as ``self``.
 def _m_sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=_NO, where=_NO): ...
 def _m_mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=_NO): ...
+def _m_var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO, mean=_NO,
+           correction=_NO): ...
 def _m_max(self, axis=None, out=None, keepdims=False, initial=_NO, where=_NO): ...
+def _m_any(self, axis=None, out=None, keepdims=False, *, where=_NO): ...
+def _m_argmax(self, axis=None, out=None, *, keepdims=False): ...
+def _m_cumsum(self, axis=None, dtype=None, out=None): ...
 def _m_astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True): ...
 def _m_reshape(self, *shape, order="C", copy=None): ...
 def _m_transpose(self, *axes): ...
+def _m_ravel(self, order="C"): ...
+def _m_swapaxes(self, axis1, axis2, /): ...
+def _m_squeeze(self, axis=None): ...
+def _m_repeat(self, repeats, /, axis=None): ...
+def _m_take(self, indices, /, axis=None, out=None, mode="raise"): ...
+def _m_clip(self, min=None, max=None, out=None, **kwargs): ...
+def _m_round(self, decimals=0, out=None): ...
+def _m_dot(self, other, /, out=None): ...
+def _m_copy(self, order="C"): ...
+def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None): ...
+def _m_searchsorted(self, v, /, side="left", sorter=None): ...
+def _m_trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None): ...
 
 
 def _varargs(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -99,30 +133,143 @@ def _varargs(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 FUNCTIONS: dict[Any, CallRule] = {
     uf: CallRule(uf.__name__, _unary if uf.nin == 1 else _binary) for uf in POINTWISE_UFUNCS
 }
+
+# NumPy functions that are their own stub: (function, op).  Aliases (np.amax,
+# np.around) are separate objects with the same op.
+_SELF_STUBBED: list[tuple[Callable, str]] = [
+    # reductions
+    (np.sum, "sum"), (np.prod, "prod"), (np.mean, "mean"), (np.max, "max"), (np.amax, "max"),
+    (np.min, "min"), (np.amin, "min"), (np.var, "var"), (np.std, "std"), (np.any, "any"),
+    (np.all, "all"), (np.ptp, "ptp"), (np.argmax, "argmax"), (np.argmin, "argmin"),
+    (np.nansum, "nansum"), (np.nanprod, "nanprod"), (np.nanmean, "nanmean"), (np.nanmax, "nanmax"),
+    (np.nanmin, "nanmin"), (np.nanvar, "nanvar"), (np.nanstd, "nanstd"),
+    (np.nanargmax, "nanargmax"), (np.nanargmin, "nanargmin"), (np.count_nonzero, "count_nonzero"),
+    (np.linalg.norm, "norm"), (np.median, "median"), (np.nanmedian, "nanmedian"),
+    (np.percentile, "percentile"), (np.quantile, "quantile"),
+    # scans
+    (np.cumsum, "cumsum"), (np.cumprod, "cumprod"), (np.nancumsum, "nancumsum"),
+    (np.nancumprod, "nancumprod"), (np.diff, "diff"),
+    # elementwise functions that are not ufuncs
+    (np.clip, "clip"), (np.isclose, "isclose"), (np.round, "round"), (np.around, "round"), (np.nan_to_num, "nan_to_num"),
+    # shape and layout
+    (np.transpose, "transpose"), (np.reshape, "reshape"), (np.ravel, "ravel"),
+    (np.swapaxes, "swapaxes"), (np.moveaxis, "moveaxis"), (np.expand_dims, "expand_dims"),
+    (np.squeeze, "squeeze"), (np.broadcast_to, "broadcast_to"), (np.flip, "flip"),
+    (np.lib.stride_tricks.sliding_window_view, "sliding_window_view"),
+    (np.concatenate, "concatenate"), (np.stack, "stack"), (np.hstack, "hstack"),
+    (np.vstack, "vstack"), (np.dstack, "dstack"), (np.column_stack, "column_stack"),
+    (np.tile, "tile"), (np.repeat, "repeat"), (np.roll, "roll"), (np.pad, "pad"), (np.copy, "copy"),
+    (np.triu, "triu"), (np.tril, "tril"), (np.diagonal, "diagonal"), (np.rot90, "rot90"),
+    (np.diag, "diag"),
+    # creation
+    (np.zeros, "zeros"), (np.ones, "ones"), (np.empty, "empty"), (np.full, "full"),
+    (np.zeros_like, "zeros_like"), (np.ones_like, "ones_like"), (np.empty_like, "empty_like"),
+    (np.full_like, "full_like"), (np.arange, "arange"), (np.linspace, "linspace"),
+    (np.eye, "eye"), (np.tri, "tri"), (np.asarray, "asarray"), (np.array, "asarray"),
+    # linear algebra
+    (np.matmul, "matmul"), (np.dot, "dot"), (np.vdot, "vdot"), (np.inner, "inner"),
+    (np.outer, "outer"), (np.tensordot, "tensordot"), (np.convolve, "convolve"),
+    (np.correlate, "correlate"), (np.trace, "trace"), (np.kron, "kron"),
+    (np.cross, "cross"),
+    # indexing, sorting, searching
+    (np.take, "take"), (np.take_along_axis, "take_along_axis"), (np.sort, "sort"),
+    (np.argsort, "argsort"), (np.searchsorted, "searchsorted"), (np.interp, "interp"),
+]
+for _fn, _op in _SELF_STUBBED:
+    # np.clip's keyword spelling min=/max=, np.array's object=
+    FUNCTIONS[_fn] = CallRule(_op, _fn, {"min": "a_min", "max": "a_max", "object": "a"})
+
+# np.atleast_1d(*arys) returns a list for several arrays: one array only.
+for _n in (1, 2, 3):
+    FUNCTIONS[getattr(np, f"atleast_{_n}d")] = CallRule(f"atleast_{_n}d", _one_array)
 FUNCTIONS.update({
-    np.sum: CallRule("sum", _sum),
-    np.prod: CallRule("prod", _sum),
-    np.mean: CallRule("mean", _mean),
-    np.max: CallRule("max", _max),
-    np.amax: CallRule("max", _max),
-    np.min: CallRule("min", _max),
-    np.amin: CallRule("min", _max),
     np.where: CallRule("where", _where),
-    np.matmul: CallRule("matmul", _matmul),
-    np.transpose: CallRule("transpose", _transpose),
-    np.reshape: CallRule("reshape", _reshape),
+    # *operands arrive as a Python tuple of variables: one tuple argument of the op.
+    np.einsum: CallRule("einsum", _einsum,
+                        post=lambda kw: {**kw, "operands": TupleVariable(list(kw["operands"]))}),
 })
-if hasattr(np, "astype"):  # NumPy >= 2.1
-    FUNCTIONS[np.astype] = CallRule("astype", _astype)
+for _alias, _op in (("concat", "concatenate"), ("permute_dims", "transpose"), ("astype", "astype")):
+    if hasattr(np, _alias):  # NumPy 2 array-API spellings
+        FUNCTIONS[getattr(np, _alias)] = CallRule(_op, getattr(np, _alias))
 
 _SELF_A = {"self": "a"}
 METHODS: dict[str, CallRule] = {
     "sum": CallRule("sum", _m_sum, _SELF_A),
     "prod": CallRule("prod", _m_sum, _SELF_A),
     "mean": CallRule("mean", _m_mean, _SELF_A),
+    "var": CallRule("var", _m_var, _SELF_A),
+    "std": CallRule("std", _m_var, _SELF_A),
     "max": CallRule("max", _m_max, _SELF_A),
     "min": CallRule("min", _m_max, _SELF_A),
+    "any": CallRule("any", _m_any, _SELF_A),
+    "all": CallRule("all", _m_any, _SELF_A),
+    "argmax": CallRule("argmax", _m_argmax, _SELF_A),
+    "argmin": CallRule("argmin", _m_argmax, _SELF_A),
+    "cumsum": CallRule("cumsum", _m_cumsum, _SELF_A),
+    "cumprod": CallRule("cumprod", _m_cumsum, _SELF_A),
     "reshape": CallRule("reshape", _m_reshape, _SELF_A, _varargs("shape")),
     "transpose": CallRule("transpose", _m_transpose, _SELF_A, _varargs("axes")),
+    "ravel": CallRule("ravel", _m_ravel, _SELF_A),
+    # flatten copies where ravel may not; in a functional graph the two agree.
+    "flatten": CallRule("ravel", _m_ravel, _SELF_A),
+    "swapaxes": CallRule("swapaxes", _m_swapaxes, _SELF_A),
+    "squeeze": CallRule("squeeze", _m_squeeze, _SELF_A),
+    "repeat": CallRule("repeat", _m_repeat, _SELF_A),
+    "take": CallRule("take", _m_take, _SELF_A),
+    "clip": CallRule("clip", _m_clip, {"self": "a", "min": "a_min", "max": "a_max"}),
+    "round": CallRule("round", _m_round, _SELF_A),
+    "dot": CallRule("dot", _m_dot, {"self": "a", "other": "b"}),
+    "copy": CallRule("copy", _m_copy, _SELF_A),
+    "argsort": CallRule("argsort", _m_sort, _SELF_A),
+    "searchsorted": CallRule("searchsorted", _m_searchsorted, _SELF_A),
+    "trace": CallRule("trace", _m_trace, _SELF_A),
     "astype": CallRule("astype", _m_astype, {"self": "x"}),
+}
+
+
+# -- Python's operators on arrays: the op each one calls --------------------------------
+
+OPERATORS: dict[str, str] = {
+    "+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "floor_divide",
+    "%": "remainder", "**": "power", "@": "matmul", "&": "bitwise_and", "|": "bitwise_or",
+    "^": "bitwise_xor", "<<": "left_shift", ">>": "right_shift",
+    "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
+    "==": "equal", "!=": "not_equal", "neg": "negative", "pos": "positive", "~": "invert",
+    "abs": "absolute", "round": "round",  # abs(x), round(x, n): the builtins call x.__abs__/__round__
+    "[]": "getitem", "[]=": "setitem",  # x[key], x[key] = v (functional: x is rebound)
+}
+
+
+# -- several results: one getitem node per piece -------------------------------------
+
+SPLITS: dict[Any, bool] = {np.split: True, np.array_split: False}  # function -> equal pieces only
+
+
+def split_calls(fn: Any, args: tuple, kwargs: dict, shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """``np.split(ary, ...)`` -> the ``getitem`` keyword arguments of each piece, in order.
+
+    ``shape`` is the shape of ``ary``.  NumPy returns the pieces as a list.
+    """
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    keys = split_keys(shape, a["indices_or_sections"], a["axis"], equal=SPLITS[fn])
+    return [{"a": a["ary"], "key": key} for key in keys]
+
+
+# -- writes into an argument: the op computes the new value of ``target`` --------------
+
+@dataclass(frozen=True)
+class MutationRule:
+    rule: CallRule
+    target: str  # the op parameter holding the array that is written to
+
+
+MUTATIONS: dict[Any, MutationRule] = {
+    np.copyto: MutationRule(CallRule("copyto", np.copyto), "dst"),
+    np.put_along_axis: MutationRule(CallRule("put_along_axis", np.put_along_axis), "arr"),
+    **{uf.at: MutationRule(CallRule(f"{uf.__name__}_at", _at), "a") for uf in AT_UFUNCS},
+}
+METHOD_MUTATIONS: dict[str, MutationRule] = {
+    "sort": MutationRule(CallRule("sort", _m_sort, _SELF_A), "a"),
 }

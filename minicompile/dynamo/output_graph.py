@@ -34,11 +34,13 @@ from .variables import (
     VariableTracker,
 )
 
-# Ops that, applied to a NumPy scalar, give back a NumPy scalar (x.sum().astype(...)).
-SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose"})
+# Functions that, applied to a NumPy scalar, give back a NumPy scalar: NumPy runs
+# them as the scalar's own method (np.reshape(s, ()) is s.reshape(())).  Methods of
+# a NumPy scalar always return scalars for 0-d results (see call_function).
+SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze"})
 
 # Python values that are baked into the graph as constants (and guarded on value).
-CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype)
+CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
 
 
 def _is_cupy_array(value: Any) -> bool:
@@ -207,6 +209,8 @@ class OutputGraph:
             return tuple(self.to_graph_arg(v) for v in var.items)
         if isinstance(var, PythonObjectVariable) and isinstance(var.value, type):
             return var.value  # a dtype given as a scalar type: np.float32
+        if isinstance(var, (tuple, list)):  # a plain container that may hold variables
+            return type(var)(self.to_graph_arg(v) for v in var)
         if not isinstance(var, VariableTracker):
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
@@ -224,7 +228,7 @@ class OutputGraph:
             raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}", numpy_error=True) from None
         first = next(iter(args.values()), None)
         scalar = node.meta.ndim == 0 and (
-            node.op.scalar_result
+            node.op.result_is_scalar(dict(zip(node.op.param_names, node.args)))
             or (op in SCALAR_PRESERVING and isinstance(first, ArrayVariable) and first.scalar)
         )
         return ArrayVariable(node, scalar=scalar)

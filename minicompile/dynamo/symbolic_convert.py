@@ -28,8 +28,8 @@ from .bytecode import CURRENT as VERSION
 from .binder import make_binder, varargs_names
 from .builtin_calls import BUILTINS, CONTAINER_METHODS
 from .exc import BreakReason, Unsupported
-from .numpy_calls import FUNCTIONS, METHODS, bind_call
-from ..ir import OPS
+from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
+from ..ir import OPS, get_op
 from .output_graph import CONSTANT_TYPES, OutputGraph
 from .source import (
     Source,
@@ -88,7 +88,7 @@ UNARY_OPS: dict[str, tuple[Callable, str]] = {
 
 # Callables that are safe to run at trace time on constant arguments: they are
 # pure, so running them early gives exactly the value eager execution would.
-PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range,
+PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range, slice,
                  isinstance, type, getattr, hasattr, repr, format, sum, any, all, sorted}
 PURE_MODULES = ("math",)
 
@@ -387,6 +387,8 @@ class InstructionTranslator:
             return MethodVariable(obj, name)
         if isinstance(obj, UserFunctionVariable) and name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(obj.code, "co_" + name.strip("_")))
+        if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, np.ufunc):
+            return self.evaluate(getattr, obj.value, name)  # np.add.at, np.add.nin
         if self.is_constant(obj):
             value = self.python_value(obj)
             if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
@@ -765,8 +767,9 @@ class InstructionTranslator:
             return index
         if isinstance(index, TupleVariable):
             return tuple(self.index_key(v) for v in index.items)
-        if isinstance(index, ListVariable):
-            raise Unsupported("indexing an array with a Python list is not supported yet")
+        if isinstance(index, ListVariable):  # x[[0, 2]]: an integer-array index
+            if not self.is_constant(index):
+                raise Unsupported("indexing an array with a list of arrays is not supported yet")
         return self.python_value(index)
 
     def subscript(self, container: VariableTracker, index: VariableTracker) -> VariableTracker:
@@ -944,9 +947,16 @@ class InstructionTranslator:
         if isinstance(fn, MethodVariable):
             if type(fn.obj) in CONTAINER_METHODS:
                 return CONTAINER_METHODS[type(fn.obj)][fn.name](self, fn.obj, args, kwargs)
+            if fn.name in METHOD_MUTATIONS:
+                return self.call_mutation(METHOD_MUTATIONS[fn.name], [fn.obj] + args, kwargs,
+                                          f"ndarray.{fn.name}")
             if fn.name not in METHODS:
                 raise Unsupported(f"ndarray.{fn.name}() is not supported (its result leaves the graph)")
-            return self.call_numpy(METHODS[fn.name], [fn.obj] + args, kwargs, f"ndarray.{fn.name}")
+            result = self.call_numpy(METHODS[fn.name], [fn.obj] + args, kwargs, f"ndarray.{fn.name}")
+            if isinstance(fn.obj, ArrayVariable) and fn.obj.scalar and isinstance(result, ArrayVariable) \
+                    and result.node.meta.ndim == 0:
+                result.scalar = True  # a NumPy scalar's methods return NumPy scalars
+            return result
         if isinstance(fn, UserFunctionVariable):
             return self.inline_call(fn, args, kwargs)
         if isinstance(fn, UserObjectVariable) and isinstance(fn.value, types.MethodType) \
@@ -959,8 +969,14 @@ class InstructionTranslator:
         all_constant = all(self.is_constant(a) for a in args) and all(
             self.is_constant(v) for v in kwargs.values()
         )
-        if _hashable(target) and target in FUNCTIONS and not all_constant:
+        if _hashable(target) and target in FUNCTIONS and (
+                not all_constant or get_op(FUNCTIONS[target].op).kind == "creation"):
+            # Creation calls become graph nodes even on constants: arrays are not baked in.
             return self.call_numpy(FUNCTIONS[target], args, kwargs, f"np.{name}")
+        if _hashable(target) and target in SPLITS and not all_constant:
+            return self.call_split(target, args, kwargs)
+        if _hashable(target) and target in MUTATIONS:
+            return self.call_mutation(MUTATIONS[target], args, kwargs, f"np.{name}")
         if all_constant and _pure(target):
             values = [self.python_value(a) for a in args]
             kw_values = {k: self.python_value(v) for k, v in kwargs.items()}
@@ -1006,10 +1022,46 @@ class InstructionTranslator:
         return callee.run()
 
     def call_numpy(self, rule, args: list, kwargs: dict, what: str) -> VariableTracker:
+        out = kwargs.get("out")
+        if isinstance(out, TupleVariable) and len(out.items) == 1:
+            out = out.items[0]
+        if isinstance(out, ArrayVariable) and get_op(rule.op).ufunc is not None:
+            # ufunc(..., out=o, where=m) is copyto(o, ufunc(...), where=m): the result is
+            # computed as usual, then written into o (and o is the result).
+            where = kwargs.get("where", ConstantVariable(True))
+            rest = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+            result = self.call_numpy(rule, args, rest, what)
+            new = self.output.call("copyto", {"dst": out, "src": result, "casting": "same_kind",
+                                             "where": where})
+            return self.update_array(out, new)
         # Constants reach the op binding as plain values, so defaults compare as NumPy's do.
         plain = [self.plain(a) for a in args]
         plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
         return self.output.call(rule.op, bind_call(rule, plain, plain_kw, what))
+
+    def call_split(self, fn: Any, args: list, kwargs: dict) -> VariableTracker:
+        """np.split and friends: one getitem node per piece, in a list like NumPy's."""
+        array = args[0] if args else kwargs.get("ary")
+        if not isinstance(array, ArrayVariable):
+            raise Unsupported(f"np.{fn.__name__} of {array.describe() if array else 'nothing'}")
+        plain = [self.plain(a) for a in args]
+        plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
+        try:
+            pieces = split_calls(fn, tuple(plain), plain_kw, array.node.meta.shape)
+        except Exception as e:
+            raise Unsupported(f"np.{fn.__name__} raised {type(e).__name__}: {e}", numpy_error=True) from None
+        return ListVariable([self.output.call("getitem", piece) for piece in pieces])
+
+    def call_mutation(self, mutation, args: list, kwargs: dict, what: str) -> VariableTracker:
+        """A call that writes into one of its arguments (np.copyto, np.add.at, x.sort())."""
+        plain = [self.plain(a) for a in args]
+        plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
+        op_kwargs = bind_call(mutation.rule, plain, plain_kw, what)
+        target = op_kwargs.get(mutation.target)
+        if not isinstance(target, ArrayVariable):
+            raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
+        self.update_array(target, self.output.call(mutation.rule.op, op_kwargs))
+        return ConstantVariable(None)
 
     def plain(self, var: VariableTracker) -> Any:
         return self.python_value(var) if self.is_constant(var) else var

@@ -728,7 +728,6 @@ FALLBACKS = [
     Fallback(calls_item, lambda: (randn(3),), ".item"),
     Fallback(calls_tolist, lambda: (randn(3),), ".tolist"),
     Fallback(data_dependent_if, lambda: (randn(4),), "data-dependent"),
-    Fallback(exp_with_out, lambda: (randn(3), np.zeros(3)), "out="),
     Fallback(reads_complex, lambda: (randn(3) + 1j * randn(3),), "complex128"),
     Fallback(reads_object_array, lambda: (np.array([1, "a", 2.5], dtype=object),), "object"),
     Fallback(reads_matrix, lambda: (matrix_input(),), "matrix"),
@@ -920,3 +919,13 @@ def test_overlapping_inputs_are_not_written_back_through_the_graph():
     compiled = mc.compile(add_into, backend="eager")
     compiled(base[1:], base[:-1])
     np.testing.assert_array_equal(base, eager_base)
+
+
+def test_out_argument_writes_into_the_callers_array():
+    x, y = randn(3), np.zeros(3)
+    ey, cy = y.copy(), y.copy()
+    expected = exp_with_out(x, ey)
+    result = mc.compile(exp_with_out, backend="eager")(x, cy)
+    assert_same(result, expected)
+    np.testing.assert_array_equal(cy, ey)
+    assert mc.explain(exp_with_out)(x, y.copy()).graph_break_count == 0
