@@ -929,3 +929,18 @@ def test_out_argument_writes_into_the_callers_array():
     assert_same(result, expected)
     np.testing.assert_array_equal(cy, ey)
     assert mc.explain(exp_with_out)(x, y.copy()).graph_break_count == 0
+
+
+def views_of_the_input(x):
+    return x[1:], x.T, x.reshape(-1), x[::2, ::-1], x
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_outputs_that_alias_inputs_alias_in_compiled_code_too(backend):
+    x = np.arange(12.0).reshape(3, 4)
+    expected = views_of_the_input(x)
+    result = mc.compile(views_of_the_input, backend=backend)(x)
+    for got, want in zip(result, expected):
+        assert_same(got, want)
+        assert np.shares_memory(got, x)  # a view of the caller's array, as in NumPy
+    assert result[-1] is x
