@@ -3,8 +3,10 @@
 ``compile_graph(graph, example_inputs)`` returns a :class:`CompiledGraph`, a
 callable with the same results as calling the graph (NumPy), plus the
 generated artifacts.  Data flows through the modules in this order:
-``lowering`` (graph node -> ``loop_ir``) -> ``scheduler`` (inline, realize,
-fuse) -> ``codegen.cpp`` (C++) and ``wrapper`` (Python) -> ``codecache``.
+``decompositions`` and ``ir.passes`` (graph -> simpler graph) -> ``lowering``
+(graph node -> ``loop_ir``) -> ``scheduler`` (inline, realize, fuse) ->
+``memory`` (buffer reuse, peak bytes) -> ``codegen.cpp`` (C++) and ``wrapper``
+(Python) -> ``codecache``.
 """
 from .codecache import CompileError, CompilerNotFound
 from .compile_fx import CompiledGraph, compile_graph

@@ -154,9 +154,24 @@ def clear_memory_cache() -> None:
         _loaded.clear()
 
 
+# libgomp's idle workers spin for a while after each parallel region.  Our
+# kernels alternate with NumPy and BLAS calls that want those same cores, so
+# spinning workers would slow them (badly, on a machine with few cores); a
+# short spin keeps back-to-back kernels cheap and then yields.  Read by
+# libgomp when it is first loaded; a value the user set wins.
+OPENMP_ENV = {"GOMP_SPINCOUNT": "10000"}
+
+
+def _openmp_env() -> None:
+    if "OMP_WAIT_POLICY" not in os.environ:
+        for name, value in OPENMP_ENV.items():
+            os.environ.setdefault(name, value)
+
+
 def load(source: str) -> tuple[ctypes.CDLL, Path, list[str]]:
     """Compile (or find in the cache) and load ``source``; returns the library,
     its path and the compile flags.  Raises CompilerNotFound or CompileError."""
+    _openmp_env()
     cxx = find_compiler()
     flags = compile_flags()
     key = cache_key(source, cxx, flags)

@@ -4,7 +4,8 @@ In:  a graph and example inputs (their shapes, dtypes and strides are what
      every later call will pass; the caller guards that).
 Out: a :class:`CompiledGraph`, called like the graph itself.
 
-The pipeline, one module per stage: dead-code elimination (``ir.passes``) ->
+The pipeline, one module per stage: decompositions (``decompositions``) ->
+constant folding, simplification, CSE and dead-code elimination (``ir.passes``) ->
 lowering to loop IR (``lowering``) -> scheduling and fusion (``scheduler``) ->
 C++ (``codegen.cpp``) and the Python wrapper (``wrapper``) -> compiled and
 loaded through the cache (``codecache``).  When no C++ compiler is available,
@@ -19,7 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ir, logs
-from . import codecache, scheduler, wrapper
+from ..ir import passes
+from . import codecache, decompositions, memory, scheduler, wrapper
 from .codegen import cpp
 
 
@@ -29,7 +31,8 @@ class CompiledGraph:
     ``kernels`` names the generated C++ kernels; ``kernel_source`` is the
     translation unit, ``wrapper_source`` the Python that calls it,
     ``compile_flags`` the compiler command (without files), ``schedule`` the
-    fused groups.  ``fallback_reason`` is set when the graph runs through NumPy.
+    fused groups, ``peak_intermediate_bytes`` the most memory held at once by
+    buffers that are neither inputs nor outputs.  ``fallback_reason`` is set when the graph runs through NumPy.
     """
 
     def __init__(
@@ -42,6 +45,7 @@ class CompiledGraph:
         compile_flags: list[str],
         schedule: str,
         fallback_reason: str | None = None,
+        peak_intermediate_bytes: int = 0,
     ):
         self.graph = graph
         self._call = call
@@ -51,12 +55,14 @@ class CompiledGraph:
         self.compile_flags = compile_flags
         self.schedule = schedule
         self.fallback_reason = fallback_reason
+        self.peak_intermediate_bytes = peak_intermediate_bytes
 
     def __call__(self, *inputs: Any) -> tuple:
         return self._call(*inputs)
 
     def __str__(self) -> str:
-        parts = [f"# compiled graph: {len(self.kernels)} kernel(s)"]
+        parts = [f"# compiled graph: {len(self.kernels)} kernel(s), "
+                 f"peak intermediate bytes {self.peak_intermediate_bytes}"]
         if self.fallback_reason:
             parts.append(f"# running through NumPy: {self.fallback_reason}")
         parts += [
@@ -88,12 +94,14 @@ def _first_lines(text: str, n: int = 12) -> str:
     return "\n".join(lines[:n] + (["..."] if len(lines) > n else []))
 
 
-def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray]) -> CompiledGraph:
-    """Compile ``graph`` for inputs laid out like ``example_inputs``."""
-    graph = ir.dead_code_elimination(graph)
-    sched = scheduler.schedule(graph, list(example_inputs))
+def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion: bool = True) -> CompiledGraph:
+    """Compile ``graph`` for inputs laid out like ``example_inputs``
+    (``row_fusion=False``: no multi-pass row kernels, for comparison)."""
+    graph = passes.optimize(decompositions.decompose(graph))
+    sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
-    wrapper_source = wrapper.generate(sched, kernel_args)
+    plan = memory.plan(sched, kernel_args)
+    wrapper_source = wrapper.generate(sched, kernel_args, plan)
     lib, flags = None, []
     if sched.kernels:
         try:
@@ -105,4 +113,5 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray]) -> Compiled
     logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
     call = wrapper.build(wrapper_source, sched, kernel_args, lib)
     kernel_source = source if sched.kernels else ""
-    return CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags, str(sched))
+    return CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
+                         str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)

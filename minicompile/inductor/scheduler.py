@@ -22,13 +22,28 @@ Fusion happens in two ways.
      adds, and the buffer's round trip through memory is the bigger cost.
 
    Reductions and Externs are always realized.
-2. **Loop merging** (horizontal/epilogue fusion).  A realized node joins the
-   previous kernel instead of starting its own when their output loops are the
-   same and it reads that kernel's results only at the current element: two
-   pointwise outputs of one shape, sibling reductions over the same axes
-   (``x.sum(1)`` and ``x.max(1)``), or a pointwise epilogue on a reduction's
-   result.  Only the previous step is considered, which keeps every kernel's
-   inputs computed before it runs.
+2. **Loop merging** (horizontal/epilogue/row fusion).  A realized node joins
+   the previous kernel instead of starting its own when every value it reads
+   from that kernel is the one computed for the same element — decided from
+   index expressions alone (:meth:`_Scheduler._join`):
+
+   * two pointwise outputs over the same loops (an Adam step's three arrays);
+   * sibling reductions over the same rows (``x.sum(1)`` and ``x.max(1)``);
+   * a reduction that reads an earlier reduction of the same row: a new
+     *stage*, one more pass over the row (softmax's sum after its max, layer
+     norm's variance after its mean);
+   * a pointwise epilogue at the reduction's element (``sqrt(var + eps)``);
+   * a pointwise node over the whole row space (``exp(x - max) / sum``): the
+     kernel's final *row pass*.
+
+   So softmax and layer norm are one kernel each: per row, one pass per stage
+   and a last pass writing the result, with the row in cache throughout.  An
+   expensive value read by several of those passes is recomputed in each
+   rather than stored (storing costs a write and a read of the whole array).
+   Only the previous step is considered, which keeps every kernel's inputs
+   computed before it runs; each decision, with the bytes of traffic it saves
+   or the reason it could not fuse, is in the schedule log
+   (``MINICOMPILE_LOGS=schedule``).
 """
 from __future__ import annotations
 
@@ -65,17 +80,34 @@ class Buffer:
 
 @dataclass(frozen=True)
 class Store:
-    """``buffer[x...] = body`` (pointwise) or ``= reduce(body)`` (``reduction`` set)."""
+    """``buffer[index] = body`` (pointwise) or ``= reduce(body)`` (``reduction`` set).
+
+    ``index`` is ``None`` for a store at the kernel's output element (``x...``);
+    a row store (:attr:`Kernel.row_pointwise`) gives its index over ``x...`` and
+    ``r...``.  ``stage`` orders the reductions of one kernel: a stage-``k``
+    reduction reads results of stages ``< k`` from the same row (softmax's sum
+    reads its max), so each stage is its own pass over the row.  A pointwise
+    store at the output element runs right after the reductions of its stage
+    (layer norm's ``mean = sum / n`` before the variance pass reads it).
+    """
 
     buffer: str
     body: L.Value
     reduction: L.Reduction | None = None
+    index: tuple[L.Expr, ...] | None = None
+    stage: int = 0
 
 
 @dataclass
 class Kernel:
-    """One loop nest: output loops over ``ranges``; reductions share the inner
-    loops over ``reduction_ranges`` and are stored before pointwise epilogues."""
+    """One loop nest: output loops over ``ranges``; reductions run in inner
+    loops over ``reduction_ranges``, one pass per stage, then the pointwise
+    epilogues at the output element, then (a *row kernel*) one more inner pass
+    writing the ``row_pointwise`` stores over the whole row — softmax and layer
+    norm read each row from memory once and keep it in cache for the passes.
+
+    ``row_shape``/``row_index``: the iteration space the reductions read, and
+    its index over ``x...`` and ``r...`` (set once the kernel has reductions)."""
 
     name: str
     ranges: tuple[int, ...]
@@ -83,10 +115,19 @@ class Kernel:
     reductions: list[Store] = field(default_factory=list)
     pointwise: list[Store] = field(default_factory=list)
     origins: list[str] = field(default_factory=list)  # graph nodes computed here
+    row_pointwise: list[Store] = field(default_factory=list)
+    row_shape: tuple[int, ...] | None = None
+    row_index: tuple[L.Expr, ...] | None = None
 
     @property
     def stores(self) -> list[Store]:
-        return self.reductions + self.pointwise
+        return self.reductions + self.pointwise + self.row_pointwise
+
+    @property
+    def stages(self) -> list[list[Store]]:
+        """The reductions grouped by stage, in order."""
+        count = 1 + max((s.stage for s in self.reductions), default=-1)
+        return [[s for s in self.reductions if s.stage == k] for k in range(count)]
 
     @property
     def buffers_written(self) -> set[str]:
@@ -178,6 +219,22 @@ def _iteration_numel(node: L.Node) -> int:
     return math.prod(node.ranges)
 
 
+def _row_space(node: ir.Node, low: L.Reduction) -> tuple[tuple[int, ...], tuple[L.Expr, ...]]:
+    """The shape a reduction reads and its index over the reduction's x and r loops."""
+    a, axes, keepdims = node.arg("a"), node.arg("axis"), node.arg("keepdims")
+    out_index = iter(L.loop_index("x", low.ranges))
+    red_index = L.loop_index("r", low.reduction_ranges)
+    index = []
+    for i in range(len(a.shape)):
+        if i in axes:
+            index.append(red_index[axes.index(i)])
+            if keepdims:
+                next(out_index)
+        else:
+            index.append(next(out_index))
+    return tuple(a.shape), tuple(index)
+
+
 def _kernel_name(index: int, origins: list[str], op_of: dict[str, str]) -> str:
     name = f"kernel_{index}"
     for origin in origins:
@@ -188,11 +245,13 @@ def _kernel_name(index: int, origins: list[str], op_of: dict[str, str]) -> str:
 
 
 class _Scheduler:
-    def __init__(self, graph: ir.Graph, example_inputs: list):
+    def __init__(self, graph: ir.Graph, example_inputs: list, row_fusion: bool = False):
         self.graph = graph
+        self.row_fusion = row_fusion
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
         self.lowered: dict[str, L.Node] = {n.name: lower(n) for n in graph.calls}
         self.users = graph.users()
+        self.by_name = {n.name: n for n in graph.nodes}
         self.buffers: dict[str, Buffer] = {}
         self.inputs: list[InputLayout] = []
         for node, example in zip(graph.placeholders, example_inputs):
@@ -202,6 +261,7 @@ class _Scheduler:
         # Inlinable definitions: name -> (its loop variables, expanded body, origins).
         self.inline: dict[str, tuple[tuple[L.Var, ...], L.Value, list[str]]] = {}
         self.decisions: dict[str, str] = {}
+        self.fusion: dict[str, str] = {}  # node name -> why it joined or started a kernel
         self.views: dict[str, ir.Node] = {}
         self.steps: list[Any] = []
 
@@ -250,6 +310,17 @@ class _Scheduler:
 
         return L.map_loads(value, inline_load), origins
 
+    def _feeds_reduction(self, name: str, depth: int = 3) -> bool:
+        """Whether ``name`` is a reduction, or a same-sized pointwise node read by one."""
+        low = self.lowered[name]
+        if isinstance(low, L.Reduction):
+            return True
+        if depth == 0 or not isinstance(low, L.Pointwise):
+            return False
+        node = self.by_name[name]
+        return any(_iteration_numel(self.lowered[c]) == math.prod(node.shape) and self._feeds_reduction(c, depth - 1)
+                   for c, _ in self._uses(node))
+
     def _inline_reason(self, node: ir.Node, body: L.Value) -> tuple[bool, str]:
         uses = self._uses(node)
         consumers = sorted({c for c, _ in uses}, key=self.order.__getitem__)
@@ -259,40 +330,115 @@ class _Scheduler:
             return True, f"inlined into its only consumer {consumers[0]}" if consumers else "inlined (unused)"
         ops, expensive = _op_count(body)
         why = f"{len(uses)} reads by {', '.join(consumers)}" + (" (broadcast)" if amplified else "")
-        if not expensive and ops <= CHEAP_OPS:
+        divides = any(isinstance(v, L.Op) and v.name == "divide" for v in L.walk(body))
+        if not expensive and ops <= CHEAP_OPS and not (amplified and divides):
             return True, f"inlined, recomputed: cheap ({ops} ops), {why}"
-        cost = "contains a transcendental or division" if expensive else f"{ops} ops"
+        cost = "contains a transcendental or division" if expensive or divides else f"{ops} ops"
+        if self.row_fusion and not amplified and any(self._feeds_reduction(c) for c in consumers):
+            # Its readers can all run as passes over the same rows (softmax's
+            # exp is read by the sum and by the division): recomputing it per
+            # pass costs arithmetic, a buffer would cost a write and a re-read.
+            saved = 2 * own * node.dtype.itemsize
+            return True, f"inlined, recomputed in the row passes ({cost}, {why}; saves {saved} bytes)"
         return False, f"realized: {cost}, {why}"
 
     # -- kernels ------------------------------------------------------------
 
-    def _add_store(self, node: ir.Node, store: Store, ranges: tuple[int, ...], red_ranges: tuple[int, ...], origins: list[str]) -> None:
+    def _add_store(self, node: ir.Node, store: Store, ranges: tuple[int, ...], red_ranges: tuple[int, ...],
+                   origins: list[str], row: tuple[tuple[int, ...], tuple[L.Expr, ...]] | None = None) -> None:
         last = self.steps[-1] if self.steps else None
-        if isinstance(last, Kernel) and self._can_join(last, store, ranges, red_ranges):
-            kernel = last
-        else:
+        joined, why = (None, "first step") if not isinstance(last, Kernel) else \
+            self._join(last, store, ranges, red_ranges)
+        if joined is None:
             kernel = Kernel("", ranges, red_ranges)
             self.steps.append(kernel)
-        if store.reduction is not None:
-            kernel.reductions.append(store)
-            kernel.reduction_ranges = red_ranges
+            if isinstance(last, Kernel):
+                self.fusion[node.name] = f"new kernel: {why}"
+            joined = store
         else:
-            kernel.pointwise.append(store)
+            kernel = last
+            saved = self._traffic_saved(kernel, joined)
+            self.fusion[node.name] = f"fused into the previous kernel: {why} (saves {saved} bytes of traffic)"
+        if joined.reduction is not None:
+            kernel.reductions.append(joined)
+            kernel.reduction_ranges = red_ranges
+            if kernel.row_shape is None and row is not None:
+                kernel.row_shape, kernel.row_index = row
+        elif joined.index is not None:
+            kernel.row_pointwise.append(joined)
+        else:
+            kernel.pointwise.append(joined)
         for o in origins + [node.name]:
             if o not in kernel.origins:
                 kernel.origins.append(o)
 
+    def _traffic_saved(self, kernel: Kernel, store: Store) -> int:
+        """Bytes a separate kernel would move that this fusion does not: each
+        buffer the store reads that the kernel already reads or writes."""
+        touched = kernel.buffers_written | {ld.buffer for s in kernel.stores for ld in L.loads(s.body)}
+        shared = {ld.buffer for ld in L.loads(store.body)} & touched
+        return sum(self.buffers[b].numel * self.buffers[b].dtype.itemsize for b in shared if b in self.buffers)
+
     @staticmethod
-    def _can_join(kernel: Kernel, store: Store, ranges: tuple[int, ...], red_ranges: tuple[int, ...]) -> bool:
-        if kernel.ranges != ranges:
-            return False
-        written = kernel.buffers_written
-        reads = [ld for ld in L.loads(store.body) if ld.buffer in written]
+    def _reads_ok(kernel: Kernel, body: L.Value, allow_rows: bool) -> str | None:
+        """Why ``body`` cannot run inside ``kernel``, or None: each value it reads
+        from the kernel must be the one computed for the same element."""
+        identity = L.loop_index("x", kernel.ranges)
+        at = {s.buffer: (s.index if s.index is not None else identity) for s in kernel.stores}
+        for ld in L.loads(body):
+            if ld.buffer not in at:
+                continue
+            if ld.buffer in {s.buffer for s in kernel.row_pointwise} and not allow_rows:
+                return f"reads row store {ld.buffer}, written in the kernel's last pass"
+            if ld.index != at[ld.buffer]:
+                return f"reads {ld.buffer} at another element ({', '.join(map(str, ld.index))})"
+        return None
+
+    def _join(self, kernel: Kernel, store: Store, ranges: tuple[int, ...],
+              red_ranges: tuple[int, ...]) -> tuple[Store | None, str]:
+        """``store`` rewritten to run in ``kernel`` (and why), or None and why not.
+
+        Legality comes from index expressions only: a value computed in the
+        kernel may be read only at the element where it is computed.
+        """
         if store.reduction is not None:
-            # Sibling reduction: same inner loops, independent of this kernel's results.
-            return not kernel.pointwise and kernel.reduction_ranges == red_ranges and not reads
-        identity = L.loop_index("x", ranges)
-        return all(ld.index == identity for ld in reads)
+            if kernel.ranges != ranges or (kernel.reductions and kernel.reduction_ranges != red_ranges):
+                return None, f"loops {ranges} x {red_ranges} differ from the kernel's"
+            if not kernel.reductions:
+                return None, "the kernel is pointwise"
+            if kernel.row_pointwise:
+                return None, "the kernel's row pass has started"
+            why = self._reads_ok(kernel, store.body, allow_rows=False)
+            if why:
+                return None, why
+            # Per-row values (the kernel's reductions and their pointwise
+            # epilogues) are ready once their stage has run.
+            written = {s.buffer: s.stage for s in kernel.reductions + kernel.pointwise}
+            deps = [written[ld.buffer] for ld in L.loads(store.body) if ld.buffer in written]
+            if deps and not self.row_fusion:
+                return None, "reads a reduction of this kernel (row fusion is off)"
+            stage = 1 + max(deps) if deps else 0
+            fused = Store(store.buffer, store.body, store.reduction, None, stage)
+            how = f"reduction stage {stage} over the same rows" if deps else "sibling reduction, same loops"
+            return fused, how
+        if kernel.ranges == ranges:
+            if kernel.row_pointwise:
+                return None, "the kernel's row pass has started"
+            why = self._reads_ok(kernel, store.body, allow_rows=False)
+            if why:
+                return None, why
+            if not kernel.reductions:
+                return store, "same loops"
+            last = max(s.stage for s in kernel.reductions)
+            return Store(store.buffer, store.body, None, None, last), f"epilogue of reduction stage {last}"
+        if self.row_fusion and kernel.row_shape is not None and kernel.row_shape == ranges:
+            mapping = {v: i for v, i in zip(L.loop_vars("x", ranges), kernel.row_index) if v.size != 1}
+            body = L.substitute(store.body, mapping)
+            why = self._reads_ok(kernel, body, allow_rows=True)
+            if why:
+                return None, why
+            return Store(store.buffer, body, None, kernel.row_index), "row epilogue: same rows as the reductions"
+        return None, f"loops {ranges} differ from the kernel's {kernel.ranges}"
 
     def run(self) -> Schedule:
         need = self._needs_array()
@@ -307,7 +453,8 @@ class _Scheduler:
             if isinstance(low, L.Reduction):
                 red = L.Reduction(low.name, low.ranges, low.reduction_ranges, low.reduction_type, body, low.dtype, low.acc_dtype)
                 self.decisions[node.name] = "reduction" + (f", realized: {need[node]}" if node in need else "")
-                self._realize(node, Store(node.name, body, red), low.ranges, low.reduction_ranges, origins)
+                self._realize(node, Store(node.name, body, red), low.ranges, low.reduction_ranges, origins,
+                              _row_space(node, low))
                 continue
             if low.is_view:
                 self.inline[node.name] = (low.vars, body, origins + [node.name])
@@ -325,6 +472,8 @@ class _Scheduler:
                 self._realize(node, Store(node.name, body), low.ranges, (), origins)
             else:
                 self.inline[node.name] = (low.vars, body, origins + [node.name])
+        for name, why in self.fusion.items():
+            self.decisions[name] += f"; {why}"
         op_of = {n.name: n.op.name for n in self.graph.calls}
         for i, kernel in enumerate(self.kernels()):
             kernel.origins.sort(key=self.order.__getitem__)
@@ -336,11 +485,14 @@ class _Scheduler:
     def kernels(self) -> list[Kernel]:
         return [s for s in self.steps if isinstance(s, Kernel)]
 
-    def _realize(self, node: ir.Node, store: Store, ranges, red_ranges, origins) -> None:
+    def _realize(self, node: ir.Node, store: Store, ranges, red_ranges, origins, row=None) -> None:
         self.buffers[node.name] = Buffer(node.name, node.shape, node.dtype, L.contiguous_strides(node.shape), "kernel")
-        self._add_store(node, store, ranges, red_ranges, origins)
+        self._add_store(node, store, ranges, red_ranges, origins, row)
 
 
-def schedule(graph: ir.Graph, example_inputs: list) -> Schedule:
-    """Lower, decide inlining and realization, and group loops into kernels."""
-    return _Scheduler(graph, example_inputs).run()
+def schedule(graph: ir.Graph, example_inputs: list, row_fusion: bool = True) -> Schedule:
+    """Lower, decide inlining and realization, and group loops into kernels.
+
+    ``row_fusion=False`` keeps every kernel to one reduction pass and no row
+    stores (for a backend that cannot generate row kernels yet)."""
+    return _Scheduler(graph, example_inputs, row_fusion).run()

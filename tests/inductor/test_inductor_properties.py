@@ -134,7 +134,7 @@ def test_random_graph_matches_interpreter(graph: ir.Graph, seed: int, layout: st
     rng = np.random.default_rng(seed)
     inputs = [with_layout(rng, random_values(rng, p.shape, p.dtype), layout) for p in graph.placeholders]
     expected, actual, compiled = run_both(graph, inputs)
-    assert_same(expected, actual, f"\n{graph}\n{compiled}")
+    assert_same(expected, actual, f"\n{graph}\n{compiled}", graph)
 
 
 @SETTINGS
@@ -152,4 +152,4 @@ def test_every_ufunc_and_dtype_pair(op: str, dt1: np.dtype, dt2: np.dtype, seed:
     g.output([out])
     inputs = [random_values(rng, (3, 5), dt1), random_values(rng, (5,), dt2)]
     expected, actual, compiled = run_both(g, inputs)
-    assert_same(expected, actual, f"\n{g}\n{compiled}")
+    assert_same(expected, actual, f"\n{g}\n{compiled}", g)

@@ -6,7 +6,18 @@ Out: :func:`generate` returns the C++ source and, per kernel, the buffers its
      ``extern "C"`` function takes as data pointers, in parameter order.
 
 Shapes and strides are baked in as constants: the caller's guards promise the
-same layouts on every call.  NumPy's semantics are kept exactly:
+same layouts on every call.  Loop structure:
+
+* the outer output loop is ``omp parallel for`` (above ``PARALLEL_MIN_WORK``),
+  the innermost contiguous loop ``omp simd``;
+* a reduction's inner loop is ``omp simd reduction(...)``; a row kernel runs
+  one such loop per stage, then its row pass;
+* a reduction over a non-innermost axis (``x.sum(axis=0)``) keeps a block of
+  accumulators along the contiguous output axis and streams rows through it;
+* each kernel also gets an ``<name>_obj`` entry taking the NumPy arrays
+  themselves, which reads their data pointers in C (cheaper than ctypes).
+
+NumPy's semantics are kept exactly:
 
 * integer ops wrap (compiled with ``-fwrapv``); integer floor_divide/remainder
   by zero give 0 and ``INT_MIN // -1`` wraps instead of trapping;
@@ -25,10 +36,13 @@ import numpy as np
 from ... import config
 from .. import loop_ir as L
 from ..scheduler import Buffer, Kernel, Schedule
+from .cpp_prelude import PRELUDE
 
 # Below this many loop iterations a kernel runs on one thread: forking an
 # OpenMP team costs microseconds, more than the work itself.
 PARALLEL_MIN_WORK = 1 << 15
+# Outputs per block of a column reduction: its accumulators stay in L1.
+COLUMN_BLOCK = 256
 
 CTYPES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "bool",
@@ -41,164 +55,12 @@ CTYPES: dict[np.dtype, str] = {
 }
 HALF = np.dtype(np.float16)
 
-PRELUDE = r"""
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
+# Where NumPy's PyArrayObject keeps its data pointer: right after the object
+# header (reference count and type).  Each kernel gets an ``<name>_obj`` entry
+# taking the arrays themselves, so the Python wrapper need not ask each array
+# for its address (the wrapper checks this offset once before using it).
+ARRAY_DATA_OFFSET = 16
 
-// NumPy's integer floor division: x // 0 == 0, and INT_MIN // -1 wraps
-// (C's '/' would trap on both).
-template <typename T> static inline T mc_floordiv_int(T a, T b) {
-    if (b == 0) return 0;
-    if constexpr (std::is_signed_v<T>) {
-        if (b == (T)-1) return (T)(0 - a);
-        T q = (T)(a / b);
-        if ((a % b != 0) && ((a < 0) != (b < 0))) q = (T)(q - 1);
-        return q;
-    } else {
-        return (T)(a / b);
-    }
-}
-
-// NumPy's integer remainder: the sign of the divisor, x % 0 == 0.
-template <typename T> static inline T mc_remainder_int(T a, T b) {
-    if (b == 0) return 0;
-    if constexpr (std::is_signed_v<T>) {
-        if (b == (T)-1) return 0;
-        T r = (T)(a % b);
-        if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
-        return r;
-    } else {
-        return (T)(a % b);
-    }
-}
-
-// NumPy's npy_divmod for floats: floor quotient, remainder with the sign of b.
-template <typename T> static inline T mc_divmod_float(T a, T b, T* modulus) {
-    T mod = std::fmod(a, b);
-    if (!b) { *modulus = mod; return a / b; }
-    T div = (a - mod) / b;
-    if (mod) {
-        if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; }
-    } else {
-        mod = std::copysign((T)0, b);
-    }
-    T floordiv;
-    if (div) {
-        floordiv = std::floor(div);
-        if (div - floordiv > (T)0.5) floordiv += (T)1;
-    } else {
-        floordiv = std::copysign((T)0, a / b);
-    }
-    *modulus = mod;
-    return floordiv;
-}
-template <typename T> static inline T mc_floordiv_float(T a, T b) {
-    if (!b) return a / b;
-    T mod;
-    return mc_divmod_float(a, b, &mod);
-}
-template <typename T> static inline T mc_remainder_float(T a, T b) {
-    if (!b) return std::fmod(a, b);
-    T mod;
-    mc_divmod_float(a, b, &mod);
-    return mod;
-}
-
-// Integer power by squaring; the exponent is a known non-negative constant.
-template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
-    T result = 1;
-    while (exponent > 0) {
-        if (exponent & 1) result = (T)(result * base);
-        base = (T)(base * base);
-        exponent >>= 1;
-    }
-    return result;
-}
-
-// float32 exp, log and tanh, written so that the compiler vectorizes them
-// (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  Each
-// computes in double, where short polynomials leave an error far below a
-// float32 ulp, so the result rounded to float32 is within 1 ulp of the exact
-// value.  Special values (NaN, +-inf, 0, negatives for log) are selected at
-// the end, without branches.
-static inline double mc_bits_to_double(uint64_t bits) { double d; __builtin_memcpy(&d, &bits, 8); return d; }
-static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcpy(&b, &d, 8); return b; }
-
-// e^x for |x| <= 200: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor
-// series to r^10 (truncation < 1e-12 relative), times 2^n built from bits.
-static inline double mc_exp_core(double x) {
-    const double n = std::nearbyint(x * 1.4426950408889634);
-    const double r = (x - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
-    double p = 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
-    return p * mc_bits_to_double((uint64_t)((int64_t)n + 1023) << 52);
-}
-
-static inline float mc_exp_f32(float xf) {
-    const double x = xf;
-    // e^x overflows float32 above 88.8 and underflows to 0 below -103.9.
-    const double clamped = x < -120.0 ? -120.0 : (x > 100.0 ? 100.0 : x);
-    const float y = (float)mc_exp_core(clamped);
-    return xf != xf ? xf : y;
-}
-
-// log x = e ln2 + log m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s),
-// s = (m-1)/(m+1), |s| < 0.172, by its odd series to s^15.
-static inline float mc_log_f32(float xf) {
-    const double x = xf;  // every positive float32 is a normal double
-    const uint64_t bits = mc_double_to_bits(x);
-    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
-    double m = mc_bits_to_double((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
-    const bool big = m > 1.4142135623730951;
-    const double half = m * 0.5;
-    m = big ? half : m;
-    e = big ? e + 1 : e;
-    const double s = (m - 1.0) / (m + 1.0);
-    const double s2 = s * s;
-    double p = 1.0 / 15.0;
-    p = p * s2 + 1.0 / 13.0;
-    p = p * s2 + 1.0 / 11.0;
-    p = p * s2 + 1.0 / 9.0;
-    p = p * s2 + 1.0 / 7.0;
-    p = p * s2 + 1.0 / 5.0;
-    p = p * s2 + 1.0 / 3.0;
-    p = p * s2 + 1.0;
-    const float y = (float)((double)e * 0.6931471805599453 + 2.0 * s * p);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    const float inf = std::numeric_limits<float>::infinity();
-    return xf > 0 ? (xf == inf ? inf : y) : (xf == 0 ? -inf : (xf != xf ? xf : nan));
-}
-
-// tanh x = (e^2|x| - 1) / (e^2|x| + 1) with the sign of x; below 2^-7 the
-// subtraction would cancel, so the odd series x - x^3/3 + 2x^5/15 - 17x^7/315
-// takes over.  Past |x| = 10, tanh rounds to 1 in float32.
-static inline float mc_tanh_f32(float xf) {
-    const double x = xf;
-    const double a = std::fabs(x);
-    const double e = mc_exp_core(2.0 * (a < 10.0 ? a : 10.0));
-    const double a2 = a * a;
-    const double series = a * (1.0 + a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))));
-    const double ratio = (e - 1.0) / (e + 1.0);
-    const double t = a < 0.0078125 ? series : ratio;
-    const float y = (float)std::copysign(t, x);
-    return xf != xf ? xf : y;
-}
-
-// np.maximum / np.minimum: a NaN on either side wins.
-template <typename T> static inline T mc_maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
-template <typename T> static inline T mc_minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
-"""
 
 
 # float32 (and float16, which computes in float) transcendentals that vectorize;
@@ -277,6 +139,20 @@ OMP_REDUCTION_OP = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "
 
 def ctype(dtype: np.dtype) -> str:
     return CTYPES[np.dtype(dtype)]
+
+
+# A bool array is read as bytes into an int: GCC does not vectorize a loop
+# that loads C++ ``bool`` next to float math (a masked softmax ran 7x slower).
+# NumPy bools are 0 or 1, so the value is the same.
+BOOL = np.dtype(np.bool_)
+
+
+def input_ctype(dtype: np.dtype) -> str:
+    return "uint8_t" if np.dtype(dtype) == BOOL else ctype(dtype)
+
+
+def temp_ctype(load: L.Load) -> str:
+    return "int32_t" if load.dtype == BOOL else ctype(load.dtype)
 
 
 def literal(value: object, dtype: np.dtype) -> str:
@@ -367,7 +243,7 @@ class _KernelWriter:
             operands = [self.compute(a) for a in v.args]
             expr = f"({ctype(v.dtype)})({template.format(*operands)})"
         name = self.tmp()
-        self.line(f"{ctype(v.dtype)} {name} = {expr};")
+        self.line(f"{temp_ctype(v) if isinstance(v, L.Load) else ctype(v.dtype)} {name} = {expr};")
         self.memo[v] = name
         return name
 
@@ -402,6 +278,9 @@ class _KernelWriter:
         out_vars = [v for v in L.loop_vars("x", k.ranges) if v.size != 1]
         red_vars = [v for v in L.loop_vars("r", k.reduction_ranges) if v.size != 1]
         big = k.work >= PARALLEL_MIN_WORK
+        if self._column_reduction(out_vars, red_vars):
+            self._generate_columns(out_vars, red_vars, big)
+            return self._finish()
         pragmas: dict[int, str] = {}
         inner = len(out_vars) - 1
         simd = bool(out_vars) and not k.reductions and self._contiguous_store(out_vars[-1])
@@ -409,33 +288,133 @@ class _KernelWriter:
             pragmas[0] = self.parallel(" simd" if simd and inner == 0 else "")
         if simd and inner not in pragmas:
             pragmas[inner] = "#pragma omp simd"
-        accs = [(self.tmp("acc"), s) for s in k.reductions]
+        stages = [[(self.tmp("acc"), s) for s in stage] for stage in k.stages]
         if not out_vars:
             # A full reduction: split the reduction loop itself across threads.
-            self._declare_accumulators(accs)
+            for accs in stages:
+                self._declare_accumulators(accs)
         self.open_loops(out_vars, pragmas)
-        if out_vars:
-            self._declare_accumulators(accs)
-        if accs:
-            self._reduction_loops(accs, red_vars, parallel=big and not out_vars)
         identity = L.loop_index("x", k.ranges)
-        for acc, store in accs:
-            red = store.reduction
-            final = acc
-            if self._tracks_nan(red):
-                final = f"{acc}_nan ? ({ctype(red.acc_dtype)})NAN : {acc}"
-            if red.reduction_type == "mean":
-                count = math.prod(red.reduction_ranges)
-                final = f"{acc} / (double){count}"
-            self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
+        for stage, accs in enumerate(stages):
+            # One pass over the row per stage; a later stage reads the
+            # finished results of the earlier ones as scalars.
+            if out_vars:
+                self._declare_accumulators(accs)
+            self._reduction_loops(accs, red_vars, parallel=big and not out_vars)
+            for acc, store in accs:
+                red = store.reduction
+                final = acc
+                if self._tracks_nan(red):
+                    final = f"{acc}_nan ? ({ctype(red.acc_dtype)})NAN : {acc}"
+                if red.reduction_type == "mean":
+                    count = math.prod(red.reduction_ranges)
+                    final = f"{acc} / (double){count}"
+                self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
+            for store in k.pointwise:
+                if store.stage == stage:
+                    self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         for store in k.pointwise:
-            self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+            if store.stage >= len(stages):
+                self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+        if k.row_pointwise:
+            self._row_pass(red_vars, parallel=big and not out_vars)
         self.close_loops(len(out_vars))
-        params = [f"const {ctype(self.buffers[b].dtype)}* __restrict in_{b}" for b in self.reads]
+        return self._finish()
+
+    def _finish(self) -> tuple[str, list[str]]:
+        k = self.kernel
+        params = [f"const {input_ctype(self.buffers[b].dtype)}* __restrict in_{b}" for b in self.reads]
         outs = [s.buffer for s in k.stores]
         params += [f"{ctype(self.buffers[b].dtype)}* __restrict out_{b}" for b in outs]
         header = f'extern "C" void {k.name}({", ".join(params)})'
         return "\n".join([header, "{"] + self.lines + ["}"]), self.reads + outs
+
+    def _row_pass(self, red_vars: list[L.Var], parallel: bool) -> None:
+        """The last pass over the row: every row store, at its own index."""
+        pragmas: dict[int, str] = {}
+        contiguous = bool(red_vars) and all(
+            L.linearize(s.index, self.buffers[s.buffer].strides).coeff(red_vars[-1]) == 1
+            for s in self.kernel.row_pointwise)
+        if contiguous:
+            pragmas[len(red_vars) - 1] = "#pragma omp simd"
+        if parallel and red_vars:
+            pragmas[0] = self.parallel(" simd" if contiguous and len(red_vars) == 1 else "")
+        saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
+        self.open_loops(red_vars, pragmas)
+        for store in self.kernel.row_pointwise:
+            self._store(store.buffer, store.index, self.value(store.body), store.body.dtype)
+        self.close_loops(len(red_vars))
+        self.memo, self.forwarded = saved_memo, saved_fwd
+
+    def _column_reduction(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> bool:
+        """A reduction over a non-innermost axis (``x.sum(axis=0)``): its loads
+        are contiguous along the last output loop and strided along the last
+        reduction loop, so the inner loop must run over outputs, not rows."""
+        k = self.kernel
+        if not (out_vars and red_vars and k.reductions) or k.pointwise or k.row_pointwise or len(k.stages) > 1:
+            return False
+        x, r = out_vars[-1], red_vars[-1]
+        offsets = [L.linearize(ld.index, self.buffers[ld.buffer].strides)
+                   for s in k.reductions for ld in L.loads(s.body)]
+        identity = L.loop_index("x", k.ranges)
+        stores = [L.linearize(identity, self.buffers[s.buffer].strides) for s in k.reductions]
+        return (bool(offsets) and all(o.coeff(x) == 1 for o in offsets + stores)
+                and any(o.coeff(r) != 1 for o in offsets))
+
+    def _generate_columns(self, out_vars: list[L.Var], red_vars: list[L.Var], big: bool) -> None:
+        """Blocks of :data:`COLUMN_BLOCK` outputs, each with an array of
+        accumulators; rows stream through the block with a vector inner loop."""
+        k, x = self.kernel, out_vars[-1]
+        block = min(COLUMN_BLOCK, x.size)
+        pragmas = {0: self.parallel()} if big else {}
+        self.open_loops(out_vars[:-1], pragmas)
+        if big and len(out_vars) == 1:
+            self.line(self.parallel())
+        self.line(f"for (int64_t {x.name}_b = 0; {x.name}_b < {x.size}; {x.name}_b += {block})")
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t n_b = {x.size} - {x.name}_b < {block} ? {x.size} - {x.name}_b : {block};")
+        accs = [(self.tmp("acc"), s) for s in k.reductions]
+        for acc, store in accs:
+            red = store.reduction
+            init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
+            self.line(f"{ctype(red.acc_dtype)} {acc}[{block}];")
+            self.line(f"for (int64_t i = 0; i < {block}; ++i) {acc}[i] = {init};")
+            if self._tracks_nan(red):
+                self.line(f"int {acc}_nan[{block}] = {{0}};")
+        self.open_loops(red_vars, {})
+        saved = dict(self.memo)
+        self.line("#pragma omp simd")
+        self.line("for (int64_t i = 0; i < n_b; ++i)")
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t {x.name} = {x.name}_b + i;")
+        for acc, store in accs:
+            red = store.reduction
+            step = self.tmp("v")
+            self.line(f"{ctype(red.acc_dtype)} {step} = ({ctype(red.acc_dtype)})({self.compute(store.body)});")
+            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=f"{acc}[i]", v=step)
+            self.line(f"{acc}[i] = ({ctype(red.acc_dtype)})({combine});")
+            if self._tracks_nan(red):
+                self.line(f"{acc}_nan[i] |= ({step} != {step});")
+        self.close_loops(1)
+        self.memo = saved
+        self.close_loops(len(red_vars))
+        self.line("for (int64_t i = 0; i < n_b; ++i)")
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t {x.name} = {x.name}_b + i;")
+        identity = L.loop_index("x", k.ranges)
+        for acc, store in accs:
+            red = store.reduction
+            final = f"{acc}[i]"
+            if self._tracks_nan(red):
+                final = f"{acc}_nan[i] ? ({ctype(red.acc_dtype)})NAN : {acc}[i]"
+            if red.reduction_type == "mean":
+                final = f"{acc}[i] / (double){math.prod(red.reduction_ranges)}"
+            self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
+        self.close_loops(2)
+        self.close_loops(len(out_vars) - 1)
 
     def _contiguous_store(self, var: L.Var) -> bool:
         identity = L.loop_index("x", self.kernel.ranges)
@@ -488,6 +467,14 @@ class _KernelWriter:
         self.forwarded[(buffer, index)] = name
 
 
+def _object_entry(name: str, buffers: list[Buffer], reads: int) -> str:
+    """``<name>_obj(arrays...)``: calls ``name`` with each array's data pointer."""
+    params = ", ".join(f"void* a{i}" for i in range(len(buffers)))
+    ptrs = ", ".join(f"*({input_ctype(b.dtype) if i < reads else ctype(b.dtype)}**)((char*)a{i} + {ARRAY_DATA_OFFSET})"
+                     for i, b in enumerate(buffers))
+    return f'extern "C" void {name}_obj({params}) {{ {name}({ptrs}); }}'
+
+
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     """The translation unit for all kernels, and each kernel's pointer arguments."""
     parts = [
@@ -498,5 +485,7 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     for kernel in schedule.kernels:
         text, params = _KernelWriter(kernel, schedule.buffers).generate()
         parts.append(text)
+        reads = len(params) - len(kernel.stores)
+        parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads))
         args[kernel.name] = params
     return "\n\n".join(parts) + "\n", args

@@ -1,0 +1,192 @@
+"""The C++ helpers every generated translation unit starts with.
+
+In:  nothing.
+Out: :data:`PRELUDE`, C++ source: NumPy's integer and float division and
+     remainder semantics, integer power, NaN-propagating maximum/minimum, and
+     vectorizable float32 exp/log/tanh with their stated error bounds (checked
+     in tests/inductor/test_fast_math.py).  :mod:`.cpp` names these functions
+     in its op table.
+"""
+from __future__ import annotations
+
+PRELUDE = r"""
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+// NumPy's integer floor division: x // 0 == 0, and INT_MIN // -1 wraps
+// (C's '/' would trap on both).
+template <typename T> static inline T mc_floordiv_int(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+        if (b == (T)-1) return (T)(0 - a);
+        T q = (T)(a / b);
+        if ((a % b != 0) && ((a < 0) != (b < 0))) q = (T)(q - 1);
+        return q;
+    } else {
+        return (T)(a / b);
+    }
+}
+
+// NumPy's integer remainder: the sign of the divisor, x % 0 == 0.
+template <typename T> static inline T mc_remainder_int(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+        if (b == (T)-1) return 0;
+        T r = (T)(a % b);
+        if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
+        return r;
+    } else {
+        return (T)(a % b);
+    }
+}
+
+// NumPy's npy_divmod for floats: floor quotient, remainder with the sign of b.
+template <typename T> static inline T mc_divmod_float(T a, T b, T* modulus) {
+    T mod = std::fmod(a, b);
+    if (!b) { *modulus = mod; return a / b; }
+    T div = (a - mod) / b;
+    if (mod) {
+        if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; }
+    } else {
+        mod = std::copysign((T)0, b);
+    }
+    T floordiv;
+    if (div) {
+        floordiv = std::floor(div);
+        if (div - floordiv > (T)0.5) floordiv += (T)1;
+    } else {
+        floordiv = std::copysign((T)0, a / b);
+    }
+    *modulus = mod;
+    return floordiv;
+}
+template <typename T> static inline T mc_floordiv_float(T a, T b) {
+    if (!b) return a / b;
+    T mod;
+    return mc_divmod_float(a, b, &mod);
+}
+template <typename T> static inline T mc_remainder_float(T a, T b) {
+    if (!b) return std::fmod(a, b);
+    T mod;
+    mc_divmod_float(a, b, &mod);
+    return mod;
+}
+
+// Integer power by squaring; the exponent is a known non-negative constant.
+template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
+    T result = 1;
+    while (exponent > 0) {
+        if (exponent & 1) result = (T)(result * base);
+        base = (T)(base * base);
+        exponent >>= 1;
+    }
+    return result;
+}
+
+// float32 exp, log and tanh, written so that the compiler vectorizes them
+// (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  log and
+// tanh compute in double, where short polynomials leave an error far below a
+// float32 ulp; exp computes in float with a careful reduction.  Each result is
+// within 1 ulp of the exact value.  Special values (NaN, +-inf, 0, negatives for log) are selected at
+// the end, without branches.
+static inline double mc_bits_to_double(uint64_t bits) { double d; __builtin_memcpy(&d, &bits, 8); return d; }
+static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcpy(&b, &d, 8); return b; }
+
+// e^x for |x| <= 200: x = n ln2 + r with |r| <= ln2/2, e^r by its Taylor
+// series to r^10 (truncation < 1e-12 relative), times 2^n built from bits.
+static inline double mc_exp_core(double x) {
+    const double n = std::nearbyint(x * 1.4426950408889634);
+    const double r = (x - n * 0.6931471803691238) - n * 1.9082149292705877e-10;
+    double p = 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * mc_bits_to_double((uint64_t)((int64_t)n + 1023) << 52);
+}
+
+// float32 e^x in float arithmetic (16 lanes per AVX-512 vector instead of 8
+// in double: about 2.6x faster).  x = n ln2 + r with |r| <= ln2/2; ln2_hi has
+// 12 significant bits, so n*ln2_hi is exact and r carries no cancellation
+// error; e^r by its Taylor series to r^7 (truncation < 6e-9 relative, under
+// 0.1 ulp); 2^n applied as two factors so that 2^128 never forms and a
+// subnormal result is rounded once.  Measured within 1 ulp of the correctly
+// rounded result over the test sweep (tests/inductor/test_fast_math.py).
+static inline float mc_bits_to_float(uint32_t b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
+static inline float mc_exp_f32(float x) {
+    // e^x overflows float32 above 88.8 and underflows to 0 below -103.9.
+    // Below that the lane computes e^0 and is zeroed at the end: computing a
+    // subnormal there would cost a microcode assist per lane (softmax under a
+    // causal mask takes exp(-inf) for half of its elements).
+    const bool zero = x < -104.0f;
+    const float xc = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
+    const float n = std::nearbyint(xc * 1.44269504088896341f);
+    const float r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723212e-6f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t ni = (int32_t)n;
+    const int32_t n1 = ni >> 1, n2 = ni - n1;
+    const float y = (p * mc_bits_to_float((uint32_t)(n1 + 127) << 23)) * mc_bits_to_float((uint32_t)(n2 + 127) << 23);
+    return x != x ? x : (zero ? 0.0f : y);
+}
+
+// log x = e ln2 + log m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s),
+// s = (m-1)/(m+1), |s| < 0.172, by its odd series to s^15.
+static inline float mc_log_f32(float xf) {
+    const double x = xf;  // every positive float32 is a normal double
+    const uint64_t bits = mc_double_to_bits(x);
+    int64_t e = (int64_t)((bits >> 52) & 0x7ff) - 1023;
+    double m = mc_bits_to_double((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
+    const bool big = m > 1.4142135623730951;
+    const double half = m * 0.5;
+    m = big ? half : m;
+    e = big ? e + 1 : e;
+    const double s = (m - 1.0) / (m + 1.0);
+    const double s2 = s * s;
+    double p = 1.0 / 15.0;
+    p = p * s2 + 1.0 / 13.0;
+    p = p * s2 + 1.0 / 11.0;
+    p = p * s2 + 1.0 / 9.0;
+    p = p * s2 + 1.0 / 7.0;
+    p = p * s2 + 1.0 / 5.0;
+    p = p * s2 + 1.0 / 3.0;
+    p = p * s2 + 1.0;
+    const float y = (float)((double)e * 0.6931471805599453 + 2.0 * s * p);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    return xf > 0 ? (xf == inf ? inf : y) : (xf == 0 ? -inf : (xf != xf ? xf : nan));
+}
+
+// tanh x = (e^2|x| - 1) / (e^2|x| + 1) with the sign of x; below 2^-7 the
+// subtraction would cancel, so the odd series x - x^3/3 + 2x^5/15 - 17x^7/315
+// takes over.  Past |x| = 10, tanh rounds to 1 in float32.
+static inline float mc_tanh_f32(float xf) {
+    const double x = xf;
+    const double a = std::fabs(x);
+    const double e = mc_exp_core(2.0 * (a < 10.0 ? a : 10.0));
+    const double a2 = a * a;
+    const double series = a * (1.0 + a2 * (-1.0 / 3.0 + a2 * (2.0 / 15.0 - a2 * (17.0 / 315.0))));
+    const double ratio = (e - 1.0) / (e + 1.0);
+    const double t = a < 0.0078125 ? series : ratio;
+    const float y = (float)std::copysign(t, x);
+    return xf != xf ? xf : y;
+}
+
+// np.maximum / np.minimum: a NaN on either side wins.
+template <typename T> static inline T mc_maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> static inline T mc_minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
+"""

@@ -1,0 +1,128 @@
+"""Decompositions: composite ops rewritten into the primitives the loops know.
+
+In:  an ``ir.Graph``.
+Out: an equivalent ``ir.Graph`` in which every op of :data:`DECOMPOSITIONS`
+     is replaced by a few primitive nodes (pointwise ops and the reductions
+     sum/max/min), so that the scheduler can fuse them with their neighbours:
+     ``x.var(axis=1)`` becomes a mean, a subtraction, a square and a sum, and
+     the two row reductions then share one kernel.
+
+Each entry builds the replacement with ``graph.call``, so the result gets
+NumPy's own shape and dtype rules; a decomposition whose result does not have
+exactly the node's shape and dtype, or that does not apply (a dtype argument,
+an empty axis), returns None and the node stays as it is — lowered, or run as
+an Extern.  Printable before/after with ``MINICOMPILE_LOGS=decomp``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .. import logs
+from ..ir import passes
+from ..ir.graph import Graph, Node
+
+
+def _reduced_count(node: Node) -> int:
+    a, axes = node.arg("a"), node.arg("axis")
+    return math.prod(a.shape[i] for i in axes)
+
+
+def _mean(g: Graph, n: Node) -> Node | None:
+    a, axis, dtype, keepdims = n.arg("a"), n.arg("axis"), n.arg("dtype"), n.arg("keepdims")
+    if a.dtype.kind not in "f" or dtype is not None or a.dtype.itemsize < 4:
+        return None  # integer and float16 means accumulate in another dtype
+    total = g.call("sum", a, axis=axis, keepdims=keepdims)
+    # Division, not multiplication by 1/n: the same rounding as NumPy's mean.
+    return g.call("divide", total, _reduced_count(n))
+
+
+def _var(g: Graph, n: Node, root: bool = False) -> Node | None:
+    a, axis, keepdims = n.arg("a"), n.arg("axis"), n.arg("keepdims")
+    if a.dtype.kind != "f" or a.dtype.itemsize < 4 or n.arg("dtype") is not None:
+        return None
+    count = _reduced_count(n)
+    if count == 0:
+        return None  # NumPy warns and returns NaN: leave that to NumPy
+    mean = g.call("divide", g.call("sum", a, axis=axis, keepdims=True), count)
+    centered = g.call("subtract", a, mean)
+    # keepdims=True like the first sum, so both run over the same loops (one
+    # kernel); the dropped axes come back off with a free reshape.
+    total = g.call("sum", g.call("multiply", centered, centered), axis=axis, keepdims=True)
+    var = g.call("divide", total, max(count - n.arg("ddof"), 0))
+    out = g.call("sqrt", var) if root else var
+    return out if keepdims else g.call("reshape", out, n.shape)
+
+
+def _clip(g: Graph, n: Node) -> Node | None:
+    a, lo, hi = n.args[0], n.args[1], n.args[2]
+    out = a
+    if lo is not None:
+        out = g.call("maximum", out, lo)  # NaN stays NaN, as in np.clip
+    if hi is not None:
+        out = g.call("minimum", out, hi)
+    return None if out is a else out
+
+
+def _any_all(reduction: str) -> Callable[[Graph, Node], Node | None]:
+    def rule(g: Graph, n: Node) -> Node | None:
+        if _reduced_count(n) == 0:
+            return None  # any([]) is False, but max([]) raises
+        truth = g.call("not_equal", n.arg("a"), 0)  # NaN != 0: NaN is true, as in NumPy
+        return g.call(reduction, truth, axis=n.arg("axis"), keepdims=n.arg("keepdims"))
+    return rule
+
+
+def _ptp(g: Graph, n: Node) -> Node | None:
+    a, axis, keepdims = n.arg("a"), n.arg("axis"), n.arg("keepdims")
+    return g.call("subtract", g.call("max", a, axis=axis, keepdims=keepdims),
+                  g.call("min", a, axis=axis, keepdims=keepdims))
+
+
+def _reciprocal(g: Graph, n: Node) -> Node | None:
+    x = n.args[0]
+    return g.call("divide", 1, x) if isinstance(x, Node) and x.dtype.kind == "f" else None
+
+
+def _fabs(g: Graph, n: Node) -> Node | None:
+    x = n.args[0]
+    return g.call("absolute", x) if isinstance(x, Node) and x.dtype.kind == "f" else None
+
+
+# op name -> rule building the replacement.  Only ops present in the registry
+# ever reach a rule; the others are simply never matched.
+DECOMPOSITIONS: dict[str, Callable[[Graph, Node], Node | None]] = {
+    "mean": _mean,                                  # mean(x) = sum(x) / n
+    "var": _var,                                    # var(x) = sum((x - mean(x))^2) / (n - ddof)
+    "std": lambda g, n: _var(g, n, root=True),      # std(x) = sqrt(var(x))
+    "clip": _clip,                                  # clip(x, lo, hi) = minimum(maximum(x, lo), hi)
+    "any": _any_all("max"),                         # any(x) = max(x != 0)
+    "all": _any_all("min"),                         # all(x) = min(x != 0)
+    "ptp": _ptp,                                    # ptp(x) = max(x) - min(x)
+    "reciprocal": _reciprocal,                      # 1/x, floats only (ints truncate)
+    "fabs": _fabs,                                  # fabs(x) = |x|, floats only
+}
+
+
+def decompose(graph: Graph) -> Graph:
+    """``graph`` with each op of :data:`DECOMPOSITIONS` replaced by primitives."""
+
+    def rule(g: Graph, node: Node, outputs: set[Node]) -> Any:
+        fn = DECOMPOSITIONS.get(node.op.name)
+        if fn is None:
+            return None
+        mark = len(g.nodes)
+        try:
+            out = fn(g, node)
+        except Exception:  # an op it needs is missing, or NumPy rejects the call
+            out = None
+        if out is None or not isinstance(out, Node) or out.meta != node.meta:
+            del g.nodes[mark:]  # take back what the rule built
+            return None
+        return out
+
+    if not any(n.op.name in DECOMPOSITIONS for n in graph.calls):
+        return graph
+    new = passes.rewrite(graph, rule)
+    logs.log("decomp", lambda: f"# before\n{graph.python_code()}\n# after\n{new.python_code()}")
+    return new

@@ -1,0 +1,185 @@
+"""Each fusion rule, asserted on structure (kernels, passes, bytes) as well as values."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minicompile import ir
+from minicompile.inductor import compile_graph, scheduler
+from minicompile.ir import TensorMeta
+
+from inductor_testing import check
+
+F32 = np.dtype(np.float32)
+
+
+def rand(*shape, dtype=F32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def softmax_graph(shape, axis=-1):
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta(shape, F32))
+    m = g.call("max", x, axis=axis, keepdims=True)
+    e = g.call("exp", g.call("subtract", x, m))
+    g.output([g.call("divide", e, g.call("sum", e, axis=axis, keepdims=True))])
+    return g
+
+
+def layer_norm_graph(shape):
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta(shape, F32))
+    c = g.call("subtract", x, g.call("mean", x, axis=-1, keepdims=True))
+    var = g.call("mean", g.call("multiply", c, c), axis=-1, keepdims=True)
+    g.output([g.call("divide", c, g.call("sqrt", g.call("add", var, 1e-5)))])
+    return g
+
+
+def test_softmax_is_one_row_kernel_with_two_reduction_passes():
+    g = softmax_graph((64, 33))
+    compiled = check(g, [rand(64, 33)])
+    assert len(compiled.kernels) == 1
+    (kernel,) = scheduler.schedule(g, [rand(64, 33)]).kernels
+    assert [len(stage) for stage in kernel.stages] == [1, 1]  # max, then sum of exp
+    assert [s.buffer for s in kernel.row_pointwise] == ["divide"]
+    # exp is recomputed in the sum pass and the write pass: no buffer for it
+    assert "exp" not in scheduler.schedule(g, [rand(64, 33)]).buffers
+
+
+def test_layer_norm_is_one_kernel_without_intermediate_buffers():
+    compiled = check(layer_norm_graph((32, 100)), [rand(32, 100)])
+    assert len(compiled.kernels) == 1
+    assert compiled.peak_intermediate_bytes <= 32 * 4 * 4  # per-row scalars at most
+
+
+def test_softmax_over_a_middle_axis_keeps_values():
+    check(softmax_graph((5, 7, 3), axis=1), [rand(5, 7, 3)])
+
+
+def test_column_reduction_uses_an_array_of_accumulators():
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((300, 520), F32))
+    g.output([g.call("sum", x, axis=0), g.call("max", x, axis=0)])
+    a = rand(300, 520)
+    a[7, 9] = np.nan
+    compiled = check(g, [a])
+    assert len(compiled.kernels) == 1
+    assert "acc0[256]" in compiled.kernel_source  # blocks of outputs, rows streamed through
+
+
+def test_sibling_pointwise_outputs_share_one_kernel():
+    g = ir.Graph()
+    p, gr, m = (g.placeholder(n, TensorMeta((1000,), F32)) for n in "pgm")
+    m2 = g.call("add", g.call("multiply", m, 0.9), g.call("multiply", gr, 0.1))
+    g.output([g.call("subtract", p, g.call("multiply", m2, 0.01)), m2])
+    compiled = check(g, [rand(1000, seed=i) for i in range(3)])
+    assert len(compiled.kernels) == 1
+
+
+def test_reduction_reading_another_row_does_not_fuse_and_says_why():
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((8, 16), F32))
+    s = g.call("sum", x, axis=1)                      # (8,)
+    y = g.call("multiply", x, g.call("reshape", s, (8, 1)))
+    t = g.call("transpose", y, (1, 0))                # read y across rows
+    g.output([g.call("sum", g.call("exp", t), axis=1)])
+    compiled = check(g, [rand(8, 16)])
+    assert len(compiled.kernels) >= 2
+    assert "new kernel:" in compiled.schedule
+
+
+def test_dead_buffers_are_reused():
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((64, 64), F32))
+    a = g.call("exp", x)                           # a buffer: matmul reads it
+    b = g.call("matmul", a, a)                     # a is dead after this
+    c = g.call("tanh", b)                          # same size: takes a's storage
+    g.output([g.call("matmul", c, c)])
+    compiled = check(g, [rand(64, 64) * 0.1])
+    assert "reuses the storage of exp" in compiled.wrapper_source
+    assert compiled.peak_intermediate_bytes == 64 * 64 * 4
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_and_std_decompose_into_one_row_kernel(op):
+    if op not in ir.OPS:
+        pytest.skip(f"{op} is not in the op registry")
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((16, 40), F32))
+    g.output([g.call(op, x, axis=1)])
+    compiled = check(g, [rand(16, 40)])
+    assert len(compiled.kernels) == 1
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(1, 9), st.integers(1, 70), st.sampled_from([np.float32, np.float64]),
+       st.sampled_from(["contiguous", "transposed", "strided"]), st.integers(0, 1000))
+def test_row_kernels_match_numpy_on_random_shapes_and_layouts(rows, cols, dtype, layout, seed):
+    x = rand(rows, cols, dtype=dtype, seed=seed)
+    if layout == "transposed":
+        x = np.ascontiguousarray(x.T).T
+    elif layout == "strided":
+        x = np.repeat(x, 2, axis=1)[:, ::2]
+    for build in (softmax_graph, layer_norm_graph):
+        check(build_typed(build, (rows, cols), np.dtype(dtype)), [x])
+
+
+def build_typed(build, shape, dtype):
+    """``build(shape)`` with its input declared as ``dtype``."""
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta(shape, dtype))
+    template = build(shape)
+    env = {template.placeholders[0]: x}
+    for node in template.calls:
+        args = [env.get(a, a) if isinstance(a, ir.Node) else a for a in node.args]
+        env[node] = g.call(node.op.name, *args)
+    g.output([env[o] for o in template.outputs])
+    return g
+
+
+REDUCTIONS = ["sum", "max", "min", "mean"]
+POINTWISE = ["exp", "negative", "tanh", "absolute"]
+
+
+@st.composite
+def row_programs(draw):
+    """Random chains of row reductions and pointwise ops that read them back."""
+    rows, cols = draw(st.integers(1, 6)), draw(st.integers(1, 40))
+    dtype = np.dtype(draw(st.sampled_from([np.float32, np.float64])))
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((rows, cols), dtype))
+    full, value = [x], x
+    for _ in range(draw(st.integers(1, 4))):
+        r = g.call(draw(st.sampled_from(REDUCTIONS)), draw(st.sampled_from(full)), axis=1, keepdims=True)
+        p = g.call(draw(st.sampled_from(POINTWISE)), g.call("subtract", draw(st.sampled_from(full)), r))
+        full.append(p)
+        value = p
+    g.output([value] + ([r] if draw(st.booleans()) else []))
+    return g
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(row_programs(), st.integers(0, 1000))
+def test_row_fused_unfused_and_numpy_agree(graph, seed):
+    x = rand(*graph.placeholders[0].shape, dtype=graph.placeholders[0].dtype, seed=seed)
+    fused = check(graph, [x])
+    unfused = compile_graph(graph, [x], row_fusion=False)
+    for a, b in zip(fused(x), unfused(x)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert len(fused.kernels) <= len(unfused.kernels)
+
+
+@pytest.mark.parametrize("op", ["any", "all", "ptp", "clip"])
+def test_other_decompositions_lower_to_loops(op):
+    if op not in ir.OPS:
+        pytest.skip(f"{op} is not in the op registry")
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((6, 9), F32))
+    g.output([g.call(op, x, -0.5, 0.5) if op == "clip" else g.call(op, x, axis=1)])
+    a = rand(6, 9)
+    a[0, :] = 0.0
+    a[1, 3] = np.nan
+    compiled = check(g, [a])
+    assert compiled.kernels and all("extern" not in line for line in compiled.schedule.splitlines())
