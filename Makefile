@@ -12,7 +12,7 @@ CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
 # $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
 mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
 
-.PHONY: demo test bench clean $(CAPTURES)
+.PHONY: demo test bench bench-gpu clean $(CAPTURES)
 
 # Main venv (file target).
 $(PYTHON):
@@ -29,7 +29,7 @@ demo: $(PYTHON)
 
 # Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found.
 test: $(PYTHON)
-	$(PYTHON) -m pip install -q -e '.[dev]'
+	$(PYTHON) -m pip install -q -e '.[dev,triton]'
 	$(PYTHON) -m pytest
 	@$(MAKE) --no-print-directory $(CAPTURES)
 
@@ -42,9 +42,18 @@ $(CAPTURES): capture-%:
 	$$venv/bin/python -m pip install -q -e '.[dev]'; \
 	$$venv/bin/python -m pytest -m capture tests || [ $$? -eq 5 ]
 
+# torch (CPU) is only for comparison; minicompile never imports it.  A local
+# wheel makes this quick; without one the suite compares against NumPy only.
 bench: $(PYTHON)
 	$(PYTHON) -m pip install -q -e .
-	$(PYTHON) -m minicompile bench
+	-$(PYTHON) -m pip install -q torch==2.13.0 || echo "torch not installed: comparing against NumPy only"
+	@mkdir -p build
+	$(PYTHON) -m minicompile bench --json build/bench.json
+
+# On a machine with a CUDA GPU, CuPy and Triton (torch optional): python3 with
+# the packages already installed, so no venv.
+bench-gpu:
+	PYTHONPATH=. python3 -m minicompile bench --gpu
 
 clean:
 	rm -rf .venv .venv312 .venv313 build dist *.egg-info .pytest_cache .hypothesis .minicompile_cache

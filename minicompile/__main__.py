@@ -14,12 +14,17 @@ def main(argv: list[str] | None = None) -> int:
     bench = sub.add_parser("bench", help="benchmark compiled code against eager NumPy")
     bench.add_argument("--json", default="bench.json", help="where to write the results")
     bench.add_argument("--quick", action="store_true", help="small sizes, short runs")
+    bench.add_argument("--gpu", action="store_true", help="the GPU suite: CuPy, triton backend, torch")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
         from .demo import main as run_demo
 
         return run_demo(args.rows, args.cols)
+    if args.gpu:
+        from .benchmarks.gpu import main as run_gpu_bench
+
+        return run_gpu_bench(args.json if args.json != "bench.json" else "bench_gpu.json", quick=args.quick)
     from .benchmarks.suite import main as run_bench
 
     return run_bench(args.json, quick=args.quick)

@@ -6,7 +6,9 @@ tuple).  Named backends:
 
 * ``"eager"`` — the graph itself, run through NumPy (checks capture alone);
 * ``"cpp"``   — the inductor with the C++/OpenMP code generator;
-* ``"auto"``  — ``cpp`` for NumPy arrays.
+* ``"triton"`` — the inductor with the Triton code generator (GPU for CuPy
+  arrays, Triton's interpreter for NumPy arrays);
+* ``"auto"``  — ``cpp`` for NumPy arrays, ``triton`` for CuPy arrays.
 """
 from __future__ import annotations
 
@@ -26,15 +28,29 @@ def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     return compile_graph(graph, example_inputs)
 
 
+def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    from .inductor.triton_wrapper import compile_graph  # imported lazily: needs triton
+
+    return compile_graph(graph, example_inputs)
+
+
+def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    # CuPy arrays (GPU) go to triton; the type's module says so without importing cupy.
+    if any(type(x).__module__.startswith("cupy") for x in example_inputs):
+        return _triton(graph, example_inputs)
+    return _cpp(graph, example_inputs)
+
+
 BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     "eager": _eager,
     # With mc.Tensor inputs every backend compiles a joint forward/backward pair;
     # aot_eager runs that pair through NumPy.
     "aot_eager": _eager,
     "cpp": _cpp,
-    "auto": _cpp,
+    "triton": _triton,
+    "auto": _auto,
 }
-PLANNED = ("triton", "spyre")
+PLANNED = ("spyre",)
 
 
 def lookup_backend(backend: str | Callable) -> tuple[Callable, str]:

@@ -1,0 +1,553 @@
+"""Triton code generation: scheduled kernels -> one Python module of ``@triton.jit`` kernels.
+
+In:  a :class:`~minicompile.inductor.scheduler.Schedule` (the same kernels the
+     C++ generator reads), after the Triton passes: matmul Externs (and the
+     pointwise kernel right after each) turned into ``MatmulTemplate`` steps
+     (:mod:`..triton_matmul`), runs of kernels over the same rows into
+     ``RowGroup`` steps (:mod:`..triton_rows`).
+Out: :func:`generate` returns a :class:`TritonModule`: the module source and,
+     per kernel, a :class:`TritonKernel` (its name, the buffers it takes in
+     parameter order, its grid rule and the block sizes worth trying).
+
+Three kernel shapes, named as TorchInductor names them:
+
+* ``triton_poi_*`` — pointwise: the output's loops flattened into one index,
+  cut into blocks of ``XBLOCK`` elements; a mask covers the tail block.
+  Broadcasting, transposes and strided inputs are index arithmetic on the
+  flat index (``x1 = (xindex // 8) % 4``), exactly as the loop IR says.
+* ``triton_per_*`` — persistent reduction: a ``[XBLOCK, RBLOCK]`` tile holds
+  whole rows (``RBLOCK >= rnumel``), reduced with one ``tl.reduce``;
+  pointwise epilogues use the result in registers.
+* ``triton_red_*`` — looped reduction: rows too long for one block are walked
+  ``RBLOCK`` at a time into a tile of partial accumulators, reduced at the end.
+
+Shapes and strides are baked in as literals (the guards promise them), so
+every loop bound is a compile-time constant.  Exactness follows the C++
+backend: correctly rounded ``/`` and ``sqrt`` (``div_rn``/``sqrt_rn``),
+NaN-propagating maximum/minimum and max/min reductions, float16 computed in
+float32 and rounded after every op.  Ops with no exact Triton form here
+(:func:`unsupported`) are left to an Extern by the caller.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import loop_ir as L
+from ..scheduler import Buffer, Kernel, Schedule
+
+TL_TYPES: dict[np.dtype, str] = {
+    np.dtype(np.bool_): "tl.int1",
+    np.dtype(np.int8): "tl.int8", np.dtype(np.int16): "tl.int16",
+    np.dtype(np.int32): "tl.int32", np.dtype(np.int64): "tl.int64",
+    np.dtype(np.uint8): "tl.uint8", np.dtype(np.uint16): "tl.uint16",
+    np.dtype(np.uint32): "tl.uint32", np.dtype(np.uint64): "tl.uint64",
+    np.dtype(np.float16): "tl.float16",
+    np.dtype(np.float32): "tl.float32", np.dtype(np.float64): "tl.float64",
+}
+HALF = np.dtype(np.float16)
+F32 = np.dtype(np.float32)
+# Results of these dtypes are what Triton's own type rules already give for
+# same-typed operands (a Python literal takes its tensor operand's type); any
+# other result (float16 computed in float32, int8 promoted) is cast after the op.
+NATURAL = {np.dtype(t) for t in (np.bool_, np.int32, np.int64, np.float32, np.float64)}
+MAX_NAME_LEN = 56
+# Rows up to this long are reduced in one block (persistent reduction).
+PERSISTENT_MAX = 4096
+# Integer powers up to this exponent are unrolled into multiplications.
+MAX_UNROLLED_POWER = 8
+
+
+def _by_kind(**templates: str) -> dict[str, str]:
+    """``_by_kind(iu="...")`` -> ``{"i": "...", "u": "..."}``."""
+    return {k: t for kinds, t in templates.items() for k in kinds}
+
+
+# One Triton expression per op and dtype kind of its loop inputs; operands are
+# already in their compute dtype (float16 -> float32).  A kind missing here is
+# not generated: the node runs as an Extern (see ``unsupported``).
+TRITON_OPS: dict[str, dict[str, str]] = {
+    "add": _by_kind(b="{0} | {1}", iuf="{0} + {1}"),
+    "subtract": _by_kind(iuf="{0} - {1}"),
+    "multiply": _by_kind(b="{0} & {1}", iuf="{0} * {1}"),
+    "divide": _by_kind(f="tl.div_rn({0}, {1})"),  # '/' is approximate on the GPU
+    "square": _by_kind(iuf="{0} * {0}"),
+    "negative": _by_kind(iuf="-{0}"),
+    "positive": _by_kind(biuf="{0}"),
+    "absolute": _by_kind(b="{0}", i="tl.where({0} < 0, -{0}, {0})", u="{0}", f="tl.abs({0})"),
+    # np.maximum/np.minimum: a NaN on either side wins.
+    "maximum": _by_kind(b="{0} | {1}", iu="tl.maximum({0}, {1})",
+                        f="tl.where(({0} >= {1}) | ({0} != {0}), {0}, {1})"),
+    "minimum": _by_kind(b="{0} & {1}", iu="tl.minimum({0}, {1})",
+                        f="tl.where(({0} <= {1}) | ({0} != {0}), {0}, {1})"),
+    "less": _by_kind(biuf="{0} < {1}"),
+    "less_equal": _by_kind(biuf="{0} <= {1}"),
+    "greater": _by_kind(biuf="{0} > {1}"),
+    "greater_equal": _by_kind(biuf="{0} >= {1}"),
+    "equal": _by_kind(biuf="{0} == {1}"),
+    "not_equal": _by_kind(biuf="{0} != {1}"),
+    "logical_not": _by_kind(biuf="{0} == 0"),
+    "bitwise_and": _by_kind(biu="{0} & {1}"),
+    "bitwise_or": _by_kind(biu="{0} | {1}"),
+    "bitwise_xor": _by_kind(biu="{0} ^ {1}"),
+    "invert": _by_kind(b="{0} == 0", iu="~{0}"),
+    "exp": _by_kind(f="tl.exp({0})"),
+    "log": _by_kind(f="tl.log({0})"),
+    "tanh": _by_kind(f="_tanh({0})"),  # libdevice is absent in the interpreter
+    "sqrt": _by_kind(f="tl.sqrt_rn({0})"),
+    "sin": _by_kind(f="tl.sin({0})"),
+    "cos": _by_kind(f="tl.cos({0})"),
+    "where": _by_kind(biuf="tl.where({0}, {1}, {2})"),
+}
+
+# Float64 has exact '/' and sqrt on the GPU; div_rn/sqrt_rn take float32 only.
+FLOAT64_OPS: dict[str, str] = {"divide": "{0} / {1}", "sqrt": "tl.sqrt({0})"}
+
+PRELUDE = '''\
+import triton
+import triton.language as tl
+
+NAN = tl.constexpr(float("nan"))
+INF = tl.constexpr(float("inf"))
+
+
+@triton.jit
+def _tanh(x):
+    # tanh|x| = (1 - e) / (1 + e) with e = exp(-2|x|) never overflows; below
+    # 2^-7 that cancels, so the odd series takes over (as the C++ backend does).
+    a = tl.abs(x)
+    e = tl.exp(-2.0 * a)
+    ratio = (1.0 - e) / (1.0 + e)
+    a2 = a * a
+    series = a * (1.0 + a2 * (-0.3333333333333333 + a2 * (0.13333333333333333 - a2 * 0.05396825396825397)))
+    t = tl.where(a < 0.0078125, series, ratio)
+    return tl.where(x < 0, -t, tl.where(x != x, x, t))
+
+
+# Combine functions of our own for tl.reduce: tl.sum/tl.max are @jit functions
+# of Triton's standard library, which its interpreter can only call when Triton
+# itself was imported with TRITON_INTERPRET=1; ours work either way.
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def _multiply(a, b):
+    return a * b
+
+
+@triton.jit
+def _maximum(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _minimum(a, b):
+    return tl.minimum(a, b)
+
+
+@triton.jit
+def _nan_of(v, axis):
+    # 0 for a row without NaN, NaN otherwise: added to a max/min it makes the
+    # result NaN as np.max's is (a plain max may drop NaNs).
+    return tl.reduce(tl.where(v != v, v, 0.0), axis, _add)
+'''
+
+# Reductions: the identity each masked-off lane holds, by (type, acc kind).
+REDUCTION_INIT: dict[tuple[str, str], str] = {
+    **{("sum", k): "0" for k in "iuf"}, **{("mean", k): "0" for k in "iuf"},
+    **{("prod", k): "1" for k in "iuf"},
+    ("max", "f"): "-INF", ("min", "f"): "INF",
+}
+# Partial accumulation inside a looped reduction.
+REDUCTION_COMBINE: dict[str, str] = {
+    "sum": "{acc} + {v}", "mean": "{acc} + {v}", "prod": "{acc} * {v}",
+    # NaN sticks: once acc is NaN neither comparison replaces it.
+    "max": "tl.where(({v} > {acc}) | ({v} != {v}), {v}, {acc})",
+    "min": "tl.where(({v} < {acc}) | ({v} != {v}), {v}, {acc})",
+}
+# The final reduction of a tile along its row axis.
+REDUCTION_FINAL: dict[str, str] = {
+    "sum": "tl.reduce({v}, 1, _add)", "mean": "tl.reduce({v}, 1, _add)", "prod": "tl.reduce({v}, 1, _multiply)",
+    "max": "tl.reduce({v}, 1, _maximum)", "min": "tl.reduce({v}, 1, _minimum)",
+}
+
+
+def triton_type(dtype: np.dtype) -> str:
+    return TL_TYPES[np.dtype(dtype)]
+
+
+def accumulator_dtype(red: L.Reduction) -> np.dtype:
+    """Float16/float32 sums accumulate in float32 here: a block reduces as a tree
+    (pairwise, like NumPy's sum), and float64 would halve GPU throughput.  Bools
+    reduce as int8."""
+    acc = red.acc_dtype
+    if acc.kind == "f" and red.body.dtype in (HALF, F32) and red.reduction_type in ("sum", "mean", "prod"):
+        return F32
+    if acc.kind == "b":
+        return np.dtype(np.int8)
+    return acc
+
+
+def init_value(rtype: str, dtype: np.dtype) -> str:
+    if (rtype, dtype.kind) in REDUCTION_INIT:
+        return REDUCTION_INIT[(rtype, dtype.kind)]
+    info = np.iinfo(dtype)
+    return str(info.min if rtype == "max" else info.max)
+
+
+def unsupported(value: L.Value) -> str | None:
+    """Why ``value`` cannot be generated exactly in Triton, or None if it can."""
+    for v in L.walk(value):
+        if isinstance(v, L.Op):
+            kind = v.args[-1].dtype.kind
+            if v.name == "power" and kind in "iu":
+                exp = v.args[1]
+                if not isinstance(exp, L.Constant) or not 0 <= int(exp.value) <= MAX_UNROLLED_POWER:
+                    return f"integer power by {exp}: only constant exponents up to {MAX_UNROLLED_POWER}"
+            elif kind not in TRITON_OPS.get(v.name, {}):
+                return f"no exact Triton form of {v.name} on {v.args[-1].dtype}"
+        if v.dtype == np.dtype(np.uint64) and isinstance(v, L.Constant) and v.value >= 2**63:
+            return "uint64 constant beyond int64"
+    return None
+
+
+def literal(value: object, dtype: np.dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        v = float(value)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "-INF" if v < 0 else "INF"
+        return repr(v)
+    return repr(int(value))
+
+
+def render_index(expr: L.Expr) -> str:
+    """An index expression over the kernel's loop-variable tensors (all >= 0)."""
+
+    def atom(a: L.Atom) -> str:
+        if isinstance(a, L.Var):
+            return a.name
+        op = "//" if isinstance(a, L.FloorDiv) else "%"
+        return f"({render_index(a.base)} {op} {a.divisor})"
+
+    return expr.render(atom)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def kernel_name(prefix: str, index: int, origins: list[str], op_of: dict[str, str]) -> str:
+    """``triton_poi_fused_exp_mul_0``: kind, the distinct ops computed, position."""
+    ops = list(dict.fromkeys(op_of[o] for o in origins if o in op_of))
+    name = f"triton_{prefix}_fused"
+    for op in ops:
+        if len(name) + 1 + len(op) > MAX_NAME_LEN:
+            break
+        name += "_" + op
+    return f"{name}_{index}"
+
+
+@dataclass
+class TritonKernel:
+    """One generated kernel, as the runtime launches it.
+
+    ``grid`` is ``("flat", numel, block_param)`` (programs = cdiv(numel, block))
+    or ``("matmul", M, N)``; ``configs`` are the launch settings worth trying
+    (block sizes and ``num_warps``/``num_stages``), the first being the default.
+    """
+
+    name: str
+    kind: str  # "pointwise" | "persistent" | "looped" | "matmul"
+    params: list[str]  # buffers, in parameter order
+    grid: tuple
+    configs: list[dict[str, int]]
+    source: str = ""
+    writes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TritonModule:
+    source: str
+    kernels: dict[str, TritonKernel]  # keyed by the schedule step's id()
+
+
+class ValueWriter:
+    """Emits SSA lines for loop-IR values; shared by every kernel shape.
+
+    ``loads`` gives each buffer read its pointer parameter; ``mask`` is the
+    mask expression of the current scope; ``forwarded`` maps a (buffer, index)
+    already in registers (a reduction result, the matmul accumulator) to its name.
+    """
+
+    def __init__(self, buffers: dict[str, Buffer], written: set[str]):
+        self.buffers = buffers
+        self.written = written
+        self.lines: list[str] = []
+        self.indent = 1
+        self.memo: dict[L.Value, str] = {}
+        self.forwarded: dict[tuple[str, tuple], str] = {}
+        self.reads: list[str] = []
+        self.counter = 0
+        self.mask = "xmask"
+        self.zero_block = "0 * xindex"  # a block of zeros shaped like the stores
+        self.block_vars: set[str] = set()  # loop variables that each span only part of the block
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def tmp(self, prefix: str = "tmp") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter - 1}"
+
+    def pointer(self, buffer: str) -> str:
+        if buffer in self.written:
+            return f"out_{buffer}"
+        if buffer not in self.reads:
+            self.reads.append(buffer)
+        return f"in_{buffer}"
+
+    def offset(self, buffer: str, index: tuple[L.Expr, ...]) -> str:
+        return render_index(L.linearize(index, self.buffers[buffer].strides))
+
+    def value(self, v: L.Value) -> str:
+        if isinstance(v, L.Constant):
+            return literal(v.value, v.dtype)
+        if v in self.memo:
+            return self.memo[v]
+        if isinstance(v, L.Load):
+            fwd = self.forwarded.get((v.buffer, v.index))
+            if fwd is not None:
+                return fwd
+            flat = L.linearize(v.index, self.buffers[v.buffer].strides)
+            offset = render_index(flat)
+            if self.buffers[v.buffer].numel == 0:
+                # Never really read (every lane is masked off), and there is no element 0.
+                expr = f"tl.load({self.pointer(v.buffer)} + tl.where({self.mask}, 0, 0), {self.mask}, other=0)"
+            elif flat.free_vars():
+                expr = f"tl.load({self.pointer(v.buffer)} + ({offset}), {self.mask}, other=0)"
+            else:  # a fixed element (a broadcast scalar): in bounds, no mask; loaded as a
+                # block all the same, so every value has the block's shape
+                expr = f"tl.load({self.pointer(v.buffer)} + {offset} + {self.zero_block})"
+        elif isinstance(v, L.Cast):
+            expr = self.cast(self.compute(v.value), v.value.dtype, v.dtype)
+        else:
+            expr = self.op(v)
+        name = self.tmp()
+        self.line(f"{name} = {expr}")
+        self.memo[v] = name
+        return name
+
+    def op(self, v: L.Op) -> str:
+        loop_dtype = v.args[-1].dtype
+        operands = [self.compute(a) for a in v.args]
+        if v.name in ("maximum", "minimum") and loop_dtype.kind == "f" and isinstance(v.args[0], L.Constant):
+            # The NaN test of a constant is decided here (Triton cannot compare two constexprs).
+            if math.isnan(v.args[0].value):
+                expr = f"{operands[1]} + NAN"  # NaN whatever the other side is
+            else:
+                cmp = ">=" if v.name == "maximum" else "<="
+                expr = f"tl.where({operands[0]} {cmp} {operands[1]}, {operands[0]}, {operands[1]})"
+        elif v.name == "power":
+            exponent = int(v.args[1].value)
+            expr = " * ".join([operands[0]] * exponent) if exponent else f"({operands[0]} * 0 + 1)"
+        else:
+            template = FLOAT64_OPS.get(v.name) if loop_dtype == np.dtype(np.float64) else None
+            expr = (template or TRITON_OPS[v.name][loop_dtype.kind]).format(*operands)
+        if v.dtype not in NATURAL:
+            expr = f"({expr}).to({triton_type(v.dtype)})"
+        return expr
+
+    @staticmethod
+    def cast(text: str, src: np.dtype, dst: np.dtype) -> str:
+        if src == dst:
+            return text
+        if dst.kind == "b":
+            return f"{text} != 0"  # NumPy: nonzero is True (a plain cast would truncate)
+        return f"{text}.to({triton_type(dst)})"
+
+    def compute(self, v: L.Value) -> str:
+        """``v`` in its compute dtype: float16 computes in float32."""
+        text = self.value(v)
+        return f"{text}.to(tl.float32)" if v.dtype == HALF and not isinstance(v, L.Constant) else text
+
+    def varies(self, value: L.Value) -> bool:
+        """Whether ``value`` is a block (it reads a moving index or a value held per element)."""
+        return any(any(i.free_vars() for i in ld.index) or (ld.buffer, ld.index) in self.forwarded
+                   for ld in L.loads(value))
+
+    def store(self, buffer: str, index: tuple[L.Expr, ...], value: L.Value | str, shape: str, mask: str) -> None:
+        """``out[index] = value``; a value that does not vary over the block is broadcast."""
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, L.Constant):
+            text = f"tl.full({shape}, {literal(value.value, value.dtype)}, {triton_type(value.dtype)})"
+        else:
+            text = self.value(value)
+            if not self.varies(value):
+                text = f"tl.broadcast_to({text}, {shape})"
+        offset = self.offset(buffer, index)
+        used = {v.name for i in index for v in i.free_vars()}
+        if not used or not self.block_vars <= used:
+            offset += f" + {self.zero_block}"  # the pointer must span the whole block (sizes of 1)
+        self.line(f"tl.store(out_{buffer} + ({offset}), {text}, {mask})")
+        self.forwarded[(buffer, index)] = text
+
+
+def index_vars(writer: ValueWriter, prefix: str, ranges: tuple[int, ...], flat: str) -> None:
+    """``x1 = (xindex // 4) % 3``: each loop variable from the flat block index."""
+    strides = L.contiguous_strides(ranges)
+    for var, stride in zip(L.loop_vars(prefix, ranges), strides):
+        if var.size == 1:
+            continue
+        expr = flat if stride == 1 else f"({flat} // {stride})"
+        if stride * var.size < math.prod(ranges):
+            expr = f"{expr} % {var.size}"
+        writer.line(f"{var.name} = {expr}")
+
+
+def _needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
+    touched = [buffers[b].numel for b in buffers]
+    return max([kernel.work, *touched], default=0) >= 2**31
+
+
+def signature(name: str, writer: ValueWriter, outs: list[str], blocks: list[str]) -> tuple[str, list[str]]:
+    params = [f"in_{b}" for b in writer.reads] + [f"out_{b}" for b in outs]
+    params += [f"{b}: tl.constexpr" for b in blocks]
+    return f"@triton.jit\ndef {name}({', '.join(params)}):", writer.reads + outs
+
+
+def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
+    w = ValueWriter(buffers, kernel.buffers_written)
+    numel = math.prod(kernel.ranges)
+    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    w.line(f"xnumel = {numel}")
+    w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
+    w.line("xmask = xindex < xnumel")
+    index_vars(w, "x", kernel.ranges, "xindex")
+    identity = L.loop_index("x", kernel.ranges)
+    for store in kernel.pointwise:
+        w.store(store.buffer, identity, store.body, "[XBLOCK]", "xmask")
+    header, params = signature(name, w, [s.buffer for s in kernel.pointwise], ["XBLOCK"])
+    block = min(1024, next_power_of_2(numel))
+    configs = [dict(XBLOCK=block, num_warps=4)]
+    configs += [dict(XBLOCK=b, num_warps=nw) for b in (512, 1024, 2048) for nw in (4, 8)
+                if b <= next_power_of_2(numel) and (b, nw) != (block, 4)]
+    return TritonKernel(name, "pointwise", params, ("flat", numel, "XBLOCK"), configs,
+                        "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
+
+
+def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
+    """A persistent (whole row in one block) or looped reduction, plus its epilogue."""
+    w = ValueWriter(buffers, kernel.buffers_written)
+    xnumel, rnumel = math.prod(kernel.ranges), math.prod(kernel.reduction_ranges)
+    persistent = rnumel <= PERSISTENT_MAX
+    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    w.line(f"xnumel = {xnumel}")
+    w.line(f"rnumel = {rnumel}")
+    w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+    w.line("xmask = xindex < xnumel")
+    index_vars(w, "x", kernel.ranges, "xindex")
+    w.line("rbase = tl.arange(0, RBLOCK)[None, :]")
+    accs = []
+    for store in kernel.reductions:
+        red = store.reduction
+        acc_dtype = accumulator_dtype(red)
+        accs.append((store, red, acc_dtype, init_value(red.reduction_type, acc_dtype)))
+    if not persistent:
+        for i, (store, red, acc_dtype, init) in enumerate(accs):
+            w.line(f"acc{i} = tl.full([XBLOCK, RBLOCK], {init}, {triton_type(acc_dtype)})")
+        w.line("for roffset in range(0, rnumel, RBLOCK):")
+        w.indent += 1
+        w.line("rindex = roffset + rbase")
+    else:
+        w.line("rindex = rbase")
+    w.line("rmask = rindex < rnumel")
+    index_vars(w, "r", kernel.reduction_ranges, "rindex")
+    saved = dict(w.memo)
+    w.mask = "xmask & rmask"
+    tiles = []
+    for i, (store, red, acc_dtype, init) in enumerate(accs):
+        v = w.cast(w.compute(store.body), np.dtype(F32) if store.body.dtype == HALF else store.body.dtype, acc_dtype)
+        tile = w.tmp("v")
+        w.line(f"{tile} = tl.where(xmask & rmask, {v}, {init})")
+        if not persistent:
+            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=f"acc{i}", v=tile)
+            w.line(f"acc{i} = {combine}")
+            tile = f"acc{i}"
+        tiles.append(tile)
+    if not persistent:
+        w.indent -= 1
+    w.memo = saved  # values from inside the row loop are out of scope
+    w.mask = "xmask"
+    identity = L.loop_index("x", kernel.ranges)
+    for (store, red, acc_dtype, _), tile in zip(accs, tiles):
+        result = w.tmp("red")
+        final = REDUCTION_FINAL[red.reduction_type].format(v=tile)
+        if red.reduction_type in ("max", "min") and acc_dtype.kind == "f":
+            final = f"{final} + _nan_of({tile}, 1)"
+        w.line(f"{result} = ({final})[:, None]")
+        if red.reduction_type == "mean":
+            # As np.mean: the sum divided by the count in the accumulator's dtype.
+            divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
+            w.line(f"{result} = " + divide.format(result, repr(float(rnumel))))
+        if red.dtype != acc_dtype:
+            w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
+        w.store(store.buffer, identity, result, "[XBLOCK, 1]", "xmask")
+    for store in kernel.pointwise:
+        w.store(store.buffer, identity, store.body, "[XBLOCK, 1]", "xmask")
+    outs = [s.buffer for s in kernel.stores]
+    header, params = signature(name, w, outs, ["XBLOCK", "RBLOCK"])
+    if persistent:
+        rblock = next_power_of_2(rnumel)
+        xblock = max(1, min(next_power_of_2(xnumel), 1024 // rblock))
+        warps = 4 if rblock <= 1024 else (8 if rblock <= 2048 else 16)
+        configs = [dict(XBLOCK=xblock, RBLOCK=rblock, num_warps=warps)]
+        configs += [dict(XBLOCK=xb, RBLOCK=rblock, num_warps=nw) for xb in (1, 2, 4, 8) for nw in (4, 8, 16)
+                    if xb * rblock <= 8192 and xb <= next_power_of_2(xnumel) and (xb, nw) != (xblock, warps)]
+    else:
+        configs = [dict(XBLOCK=1, RBLOCK=1024, num_warps=4)]
+        configs += [dict(XBLOCK=xb, RBLOCK=rb, num_warps=nw) for xb in (1, 2) for rb in (512, 1024, 2048)
+                    for nw in (4, 8) if (xb, rb, nw) != (1, 1024, 4) and xb <= next_power_of_2(xnumel)]
+    kind = "persistent" if persistent else "looped"
+    return TritonKernel(name, kind, params, ("flat", xnumel, "XBLOCK"), configs,
+                        "\n".join([header] + w.lines), outs)
+
+
+def generate(schedule: Schedule) -> TritonModule:
+    """The module source of every kernel in ``schedule`` (after the matmul pass)."""
+    # The template and the row groups live with the passes that make them.
+    from ..triton_matmul import MatmulTemplate, matmul_kernel
+    from ..triton_rows import RowGroup, row_kernel
+
+    op_of = {n.name: n.op.name for n in schedule.graph.calls}
+    kernels: dict[int, TritonKernel] = {}
+    index = 0
+    for step in schedule.steps:
+        if isinstance(step, MatmulTemplate):
+            tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of), schedule.buffers)
+        elif isinstance(step, RowGroup):
+            tk = row_kernel(step, kernel_name("per", index, step.origins, op_of), schedule.buffers)
+        elif isinstance(step, Kernel):
+            if 0 in step.ranges:
+                continue  # an empty output: nothing to compute
+            if step.reductions:
+                prefix = "per" if math.prod(step.reduction_ranges) <= PERSISTENT_MAX else "red"
+                tk = reduction_kernel(step, kernel_name(prefix, index, step.origins, op_of), schedule.buffers)
+            else:
+                tk = pointwise_kernel(step, kernel_name("poi", index, step.origins, op_of), schedule.buffers)
+        else:
+            continue
+        kernels[id(step)] = tk
+        index += 1
+    header = "# Generated by minicompile's inductor (Triton backend).\n"
+    source = header + PRELUDE + "".join(f"\n\n{k.source}\n" for k in kernels.values())
+    return TritonModule(source, kernels)

@@ -1,0 +1,189 @@
+"""The Triton matmul template and the pass that fuses epilogues into it.
+
+In:  a :class:`~.scheduler.Schedule` in which every matmul is an Extern (the
+     scheduler does not know templates).
+Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D float16
+     or float32 matmul is a :class:`MatmulTemplate` step, together with the
+     pointwise kernel right after it when that kernel reads the product only
+     at its own element — so ``gelu(x @ w + b)`` is one kernel: the bias, the
+     activation, a residual add or a scale run on the accumulator tile in
+     registers, and the product never goes to memory.  :func:`matmul_kernel`
+     writes the template's source.
+
+The template is the classic tiled ``tl.dot`` loop: one ``[BLOCK_M, BLOCK_N]``
+tile of the output per program, ``GROUP_M`` rows of tiles launched together so
+that they share columns of ``B`` in L2, float32 accumulation, and
+``input_precision="ieee"`` for float32 inputs (TF32 would not match NumPy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import loop_ir as L
+from .codegen import triton as tg
+from .scheduler import Buffer, Kernel, Schedule
+from .triton_versions import DOT_IEEE
+
+MATMUL_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+@dataclass
+class MatmulTemplate:
+    """``out = a @ b`` (``a``: M x K, ``b``: K x N) followed by ``epilogue``'s stores.
+
+    ``store_product`` is set when the product itself is needed as an array (a
+    graph output, an Extern's input, read by a later kernel)."""
+
+    name: str  # the matmul node
+    a: str
+    b: str
+    m: int
+    n: int
+    k: int
+    dtype: np.dtype
+    epilogue: Kernel | None
+    store_product: bool
+    origins: list[str] = field(default_factory=list)
+
+    @property
+    def stores(self) -> list[str]:
+        outs = [self.name] if self.store_product else []
+        return outs + ([s.buffer for s in self.epilogue.pointwise] if self.epilogue else [])
+
+
+def _template_for(ext: L.Extern, buffers: dict[str, Buffer]) -> tuple[str, str] | None:
+    """(a, b) when ``ext`` is a 2-D matmul of two same-dtype float16/float32 buffers."""
+    if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) != 2:
+        return None
+    refs = ext.args
+    if not all(isinstance(r, L.BufferRef) and r.name in buffers for r in refs):
+        return None  # a view operand: NumPy hands it to BLAS, we keep the Extern
+    a, b = (buffers[r.name] for r in refs)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != b.dtype or a.dtype not in MATMUL_DTYPES:
+        return None
+    if ext.dtype != a.dtype or 0 in a.shape or 0 in b.shape:
+        return None
+    return refs[0].name, refs[1].name
+
+
+def _reads(step) -> set[str]:
+    if isinstance(step, Kernel):
+        return {ld.buffer for s in step.stores for ld in L.loads(s.body)}
+    if isinstance(step, L.Extern):
+        return set(step.inputs)
+    if isinstance(step, MatmulTemplate):
+        reads = {step.a, step.b}
+        return reads | (_reads(step.epilogue) if step.epilogue else set())
+    return set()
+
+
+def _fusable_epilogue(kernel, product: str, shape: tuple[int, ...]) -> bool:
+    if not isinstance(kernel, Kernel) or kernel.reductions or kernel.ranges != shape:
+        return False
+    identity = L.loop_index("x", shape)
+    uses = [ld for s in kernel.pointwise for ld in L.loads(s.body) if ld.buffer == product]
+    return bool(uses) and all(ld.index == identity for ld in uses)
+
+
+def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
+    """Replace each eligible matmul Extern (+ its pointwise epilogue) by a template."""
+    steps = list(schedule.steps)
+    outputs = {n.name for n in schedule.graph.outputs}
+    view_bases = {v.inputs[0].name for v in schedule.views.values()}
+    out: list = []
+    i = 0
+    while i < len(steps):
+        step = steps[i]
+        operands = _template_for(step, schedule.buffers) if isinstance(step, L.Extern) else None
+        if operands is None:
+            out.append(step)
+            i += 1
+            continue
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        epilogue = nxt if _fusable_epilogue(nxt, step.name, step.shape) else None
+        later = steps[i + (2 if epilogue else 1):]
+        needed = (step.name in outputs or step.name in view_bases
+                  or any(step.name in _reads(s) for s in later))
+        (m, k), n = schedule.buffers[operands[0]].shape, step.shape[1]
+        origins = [step.name] + (list(epilogue.origins) if epilogue else [])
+        out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
+                                  needed or epilogue is None, list(dict.fromkeys(origins))))
+        i += 2 if epilogue else 1
+    buffers = dict(schedule.buffers)
+    for s in out:
+        if isinstance(s, MatmulTemplate):
+            buffers[s.name] = replace(buffers[s.name], kind="kernel")
+    return replace(schedule, steps=out, buffers=buffers)
+
+
+def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
+    """The template's source: tiled ``tl.dot`` loop, then the epilogue on the tile."""
+    outs = t.stores
+    w = tg.ValueWriter(buffers, set(outs))
+    a, b = buffers[t.a], buffers[t.b]
+    w.pointer(t.a), w.pointer(t.b)
+    big = max(t.m * t.k, t.k * t.n, t.m * t.n) >= 2**31
+    pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
+    w.line(f"M, N, K = {t.m}, {t.n}, {t.k}")
+    w.line(f"pid = {pid}")
+    w.line("tiles_m, tiles_n = (M + BLOCK_M - 1) // BLOCK_M, (N + BLOCK_N - 1) // BLOCK_N")
+    w.line("# GROUP_M rows of tiles run together and share B's columns in L2.")
+    w.line("group = pid // (GROUP_M * tiles_n)")
+    w.line("group_rows = tl.minimum(tiles_m - group * GROUP_M, GROUP_M)")
+    w.line("pid_m = group * GROUP_M + (pid % group_rows)")
+    w.line("pid_n = (pid % (GROUP_M * tiles_n)) // group_rows")
+    w.line("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w.line("rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w.line("# Rows/columns past the edge re-read valid ones (never stored): no load masks.")
+    w.line("ram = rm % M")
+    w.line("rbn = rn % N")
+    w.line("rk = tl.arange(0, BLOCK_K)")
+    w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
+    w.line("for k in range(0, K, BLOCK_K):")
+    w.indent += 1
+    a_ptr = f"in_{t.a} + ram[:, None] * {a.strides[0]} + (k + rk)[None, :] * {a.strides[1]}"
+    b_ptr = f"in_{t.b} + (k + rk)[:, None] * {b.strides[0]} + rbn[None, :] * {b.strides[1]}"
+    if t.k % 64 == 0:
+        # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
+        w.line(f"a = tl.load({a_ptr})")
+        w.line(f"b = tl.load({b_ptr})")
+    else:
+        w.line(f"a = tl.load({a_ptr}, mask=(k + rk)[None, :] < K, other=0.0)")
+        w.line(f"b = tl.load({b_ptr}, mask=(k + rk)[:, None] < K, other=0.0)")
+    precision = f", {DOT_IEEE}" if t.dtype == np.dtype(np.float32) else ""
+    w.line(f"acc = tl.dot(a, b, acc{precision})")
+    w.indent -= 1
+    w.line("x0 = rm[:, None]")
+    w.line("x1 = rn[None, :]")
+    w.line("xmask = (x0 < M) & (x1 < N)")
+    w.zero_block, w.block_vars = "0 * (x0 + x1)", {"x0", "x1"}
+    product = "product"
+    w.line(f"{product} = acc.to({tg.triton_type(t.dtype)})  # rounded as NumPy rounds its result")
+    identity = L.loop_index("x", (t.m, t.n))
+    w.forwarded[(t.name, identity)] = product
+    shape = "[BLOCK_M, BLOCK_N]"
+    if t.store_product:
+        w.store(t.name, identity, product, shape, "xmask")
+    if t.epilogue is not None:
+        for store in t.epilogue.pointwise:
+            w.store(store.buffer, identity, store.body, shape, "xmask")
+    header, params = tg.signature(name, w, outs, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"])
+    configs = _configs(t)
+    return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, t.n), configs,
+                           "\n".join([header] + w.lines), outs)
+
+
+def _configs(t: MatmulTemplate) -> list[dict[str, int]]:
+    """The default first (sized down for small problems), then classic GPU tilings."""
+    bm = min(64, max(16, tg.next_power_of_2(t.m)))
+    bn = min(64, max(16, tg.next_power_of_2(t.n)))
+    bk = min(32, max(16, tg.next_power_of_2(t.k)))
+    default = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=4, num_stages=3)
+    tilings = [(128, 128, 32, 4, 4), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
+               (256, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 32, 4, 4)]
+    small = max(t.m, t.n) < 128
+    extra = [] if small else [dict(BLOCK_M=m, BLOCK_N=n, BLOCK_K=k, GROUP_M=8, num_warps=w, num_stages=s)
+                              for m, n, k, w, s in tilings]
+    return [default] + extra

@@ -1,0 +1,245 @@
+"""Running generated Triton kernels: on a GPU with CuPy arrays, or in Triton's interpreter with NumPy arrays.
+
+In:  a generated module source (:mod:`.codegen.triton`) and whether it runs on
+     the GPU or in the interpreter.
+Out: :func:`load` returns the imported module; :class:`Launcher` calls one of
+     its kernels on arrays, picking launch settings by timing them on the GPU
+     (:func:`autotune`) and remembering the winner on disk.
+
+Triton launches a kernel on any object with ``data_ptr()`` and a ``dtype``;
+minicompile never needs torch.  A CuPy array is wrapped in
+:class:`DevicePointer`.  A NumPy array is wrapped in :class:`HostPointer`,
+whose ``cpu``/``untyped_storage``/``copy_``... are identities: the interpreter
+"copies device tensors to the host" through them, and for a host array that is
+the array itself, so kernels read and write NumPy memory in place.
+
+The interpreter is chosen when a module is loaded: ``TRITON_INTERPRET`` is read
+when ``@triton.jit`` runs, so modules are imported with it set (or cleared),
+and set before Triton is first imported when no GPU is in use.  Modules are
+written to ``config.cache_dir/triton/<sha256>.py`` (Triton reads kernel source
+from a file) atomically, so concurrent processes share them safely.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .. import config
+from . import triton_versions
+from .codegen.triton import TritonKernel
+
+_lock = threading.Lock()
+_modules: dict[tuple[str, bool], ModuleType] = {}
+
+
+def is_cupy(x: Any) -> bool:
+    """A CuPy array?  Decided by type name so that cupy is never imported here."""
+    return type(x).__module__.startswith("cupy")
+
+
+def cupy_module() -> ModuleType:
+    """CuPy, which the caller already imported (its arrays are why we are here)."""
+    return sys.modules["cupy"]
+
+
+class HostPointer:
+    """A NumPy array as Triton's interpreter sees a tensor: its host copy is itself."""
+
+    __slots__ = ("array", "dtype")
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.dtype = array.dtype
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+    # The interpreter's device<->host copies, all identities on host memory.
+    def cpu(self) -> "HostPointer":
+        return self
+
+    def untyped_storage(self) -> "HostPointer":
+        return self
+
+    def new_empty(self, *args: Any, **kwargs: Any) -> "HostPointer":
+        return self
+
+    def set_(self, *args: Any, **kwargs: Any) -> "HostPointer":
+        return self
+
+    def copy_(self, *args: Any, **kwargs: Any) -> "HostPointer":
+        return self
+
+    def storage_offset(self) -> int:
+        return 0
+
+    def size(self, *dim: int) -> Any:
+        return self.array.shape[dim[0]] if dim else self.array.shape
+
+    def stride(self, *dim: int) -> Any:
+        strides = tuple(s // self.array.itemsize for s in self.array.strides)
+        return strides[dim[0]] if dim else strides
+
+
+class DevicePointer:
+    """A CuPy array as Triton sees a tensor: a device address and a dtype."""
+
+    __slots__ = ("ptr", "dtype")
+
+    def __init__(self, array: Any):
+        self.ptr = array.data.ptr
+        self.dtype = array.dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def _import_triton(interpret: bool) -> None:
+    if "triton" not in sys.modules and interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    import triton  # noqa: F401
+
+    if interpret:
+        triton_versions.patch_interpreter()
+
+
+def load(source: str, interpret: bool) -> ModuleType:
+    """The module of ``source``, its kernels decorated for the interpreter or the GPU."""
+    key = hashlib.sha256(source.encode()).hexdigest()
+    with _lock:
+        if (key, interpret) in _modules:
+            return _modules[(key, interpret)]
+        _import_triton(interpret)
+        folder = Path(config.cache_dir) / "triton"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"k{key[:32]}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
+            tmp.write_text(source)
+            os.replace(tmp, path)
+        saved = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+        try:
+            spec = importlib.util.spec_from_file_location(f"minicompile_triton_{key[:16]}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        finally:
+            if saved is None:
+                del os.environ["TRITON_INTERPRET"]
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+        _modules[(key, interpret)] = module
+        return module
+
+
+def grid_size(kernel: TritonKernel, cfg: dict[str, int]) -> int:
+    if kernel.grid[0] == "flat":
+        _, numel, block = kernel.grid
+        return max(1, -(-numel // cfg[block]))
+    _, m, n = kernel.grid
+    return -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
+
+
+class Launcher:
+    """Calls one kernel on arrays: ``launcher(*arrays)`` in ``kernel.params`` order.
+
+    On the GPU the first call times every candidate config (when there is more
+    than one and no remembered choice) and keeps the fastest; in the
+    interpreter the first config is used.
+    """
+
+    def __init__(self, kernel: TritonKernel, fn: Any, on_gpu: bool):
+        self.kernel = kernel
+        self.fn = fn
+        self.on_gpu = on_gpu
+        self.config: dict[str, int] | None = None if on_gpu else kernel.configs[0]
+        self.wrap = DevicePointer if on_gpu else HostPointer
+
+    def launch(self, cfg: dict[str, int], pointers: list) -> None:
+        if self.on_gpu:
+            self.fn[(grid_size(self.kernel, cfg),)](*pointers, **cfg)
+            return
+        # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
+        with np.errstate(all="ignore"):
+            self.fn[(grid_size(self.kernel, cfg),)](*pointers, **cfg)
+
+    def __call__(self, *arrays: Any) -> None:
+        pointers = [self.wrap(a) for a in arrays]
+        if self.config is None:
+            self.config = autotune(self, pointers)
+        self.launch(self.config, pointers)
+
+
+# ---------------------------------------------------------------------------
+# Autotuning (GPU only): CUDA events through CuPy, winners cached on disk
+# ---------------------------------------------------------------------------
+
+
+def gpu_time_ms(fn: Any, warmup: int = 3, reps: int = 20) -> float:
+    """Median milliseconds of ``fn()`` on the current CUDA stream, by CUDA events."""
+    cp = cupy_module()
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return float(np.median(times))
+
+
+def device_name() -> str:
+    cp = cupy_module()
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def _cache_file(kernel: TritonKernel) -> Path:
+    import triton
+
+    text = json.dumps([kernel.source, kernel.configs, device_name(), triton.__version__])
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return Path(config.cache_dir) / "triton_autotune" / f"{kernel.name}-{key}.json"
+
+
+def autotune(launcher: Launcher, pointers: list) -> dict[str, int]:
+    """The fastest of ``kernel.configs`` on these arrays (kernels only write their outputs)."""
+    kernel = launcher.kernel
+    if len(kernel.configs) == 1:
+        return kernel.configs[0]
+    path = _cache_file(kernel)
+    if path.exists():
+        try:
+            return json.loads(path.read_text())["best"]
+        except (ValueError, KeyError):
+            pass  # a damaged file: tune again and rewrite it
+    timings = []
+    for cfg in kernel.configs:
+        try:
+            ms = gpu_time_ms(lambda: launcher.launch(cfg, pointers))
+        except Exception as why:  # out of shared memory or registers: not a candidate
+            timings.append({"config": cfg, "ms": None, "error": type(why).__name__})
+            continue
+        timings.append({"config": cfg, "ms": ms})
+    ok = [t for t in timings if t["ms"] is not None]
+    if not ok:
+        raise RuntimeError(f"no launch configuration of {kernel.name} runs: {timings}")
+    best = min(ok, key=lambda t: t["ms"])["config"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"kernel": kernel.name, "best": best, "timings": timings}, indent=1))
+    os.replace(tmp, path)
+    return best

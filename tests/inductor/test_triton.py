@@ -1,0 +1,338 @@
+"""The triton backend in Triton's interpreter (CPU): every kernel kind and fusion pattern against NumPy.
+
+Programs are small (the interpreter runs a block as NumPy operations) but have
+tails (sizes that are not multiples of the block), broadcasting, strided and
+transposed inputs, and float16/float32/float64, integer and bool dtypes.
+Structural tests check the fusion itself: ``gelu(x @ w + b)`` is one template
+kernel, a looped reduction is a loop, names are deterministic.
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("triton")
+
+import minicompile as mc  # noqa: E402
+from minicompile import ir  # noqa: E402
+from minicompile.inductor import triton_versions, triton_wrapper  # noqa: E402
+from minicompile.inductor.codegen import triton as tg  # noqa: E402
+from minicompile.ir import TensorMeta  # noqa: E402
+
+from inductor_testing import assert_same  # noqa: E402
+from test_inductor_properties import ALL_DTYPES, BINARY, UNARY, programs, random_values, with_layout  # noqa: E402
+
+SETTINGS = settings(max_examples=int(os.environ.get("MINICOMPILE_TEST_EXAMPLES", 25)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+# ---------------------------------------------------------------------------
+# The programs: each written once, run eagerly and compiled (also on the GPU,
+# by test_triton_gpu.py, at larger sizes)
+# ---------------------------------------------------------------------------
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x):
+    c = x - x.mean(axis=-1, keepdims=True)
+    return c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def mlp(x, w, b):
+    return gelu(x @ w + b)
+
+
+def relu_residual(x, w, r):
+    return np.maximum(x @ w, 0.0) * 0.5 + r
+
+
+def matmul_and_product(x, w):
+    y = x @ w
+    return y, np.exp(y)
+
+
+def row_stats(x):
+    return x.sum(axis=1), x.max(axis=1), np.maximum(x, 0).min(axis=0), x.prod(axis=1)
+
+
+def ints(a, b):
+    return (a * 3 + b) ^ a, np.floor_divide(a, 3), (a > b).sum(axis=0)
+
+
+def strided(x):
+    return np.exp(x.T) + x.T.sum(axis=1, keepdims=True)
+
+
+def _f32(rng, *shape):
+    return rng.standard_normal(shape, dtype=np.float32)
+
+
+CASES = {
+    "gelu": (gelu, lambda r: (_f32(r, 33, 47),)),
+    "softmax": (softmax, lambda r: (_f32(r, 9, 100),)),
+    "layer_norm": (layer_norm, lambda r: (_f32(r, 7, 130),)),
+    "row_stats": (row_stats, lambda r: (_f32(r, 5, 37),)),
+    "strided": (strided, lambda r: (_f32(r, 6, 10)[:, ::2],)),
+    "mlp_f32": (mlp, lambda r: (_f32(r, 20, 30), _f32(r, 30, 17), _f32(r, 17))),
+    "mlp_f16": (mlp, lambda r: (_f32(r, 24, 40).astype(np.float16), (_f32(r, 40, 20) / 4).astype(np.float16),
+                                _f32(r, 20).astype(np.float16))),
+    "relu_residual": (relu_residual, lambda r: (_f32(r, 16, 64), _f32(r, 64, 24), _f32(r, 16, 24))),
+    "matmul_and_product": (matmul_and_product, lambda r: (_f32(r, 8, 16), _f32(r, 16, 12) / 4)),
+    "ints": (ints, lambda r: (r.integers(-100, 100, (7, 9)).astype(np.int32),
+                              r.integers(-100, 100, (7, 9)).astype(np.int32))),
+}
+
+
+def compiled_graph(fn):
+    return fn.cache[0].compiled
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_program_matches_numpy(name):
+    fn, make = CASES[name]
+    args = make(np.random.default_rng(0))
+    compiled = mc.compile(fn, backend="triton", fullgraph=True)
+    expected, actual = fn(*args), compiled(*args)
+    as_tuple = (lambda v: v if isinstance(v, tuple) else (v,))
+    assert_same(as_tuple(expected), as_tuple(actual), name)
+    assert compiled_graph(compiled).device == "interpreter"
+
+
+# ---------------------------------------------------------------------------
+# Structure: what got fused, and how it is named
+# ---------------------------------------------------------------------------
+
+
+def _compile(fn, args):
+    compiled = mc.compile(fn, backend="triton", fullgraph=True)
+    compiled(*args)
+    return compiled_graph(compiled)
+
+
+def test_gelu_of_matmul_plus_bias_is_one_kernel():
+    r = np.random.default_rng(1)
+    cg = _compile(mlp, (_f32(r, 20, 30), _f32(r, 30, 17), _f32(r, 17)))
+    assert cg.kernels == ["triton_tem_fused_matmul_add_multiply_tanh_0"]
+    assert "tl.dot(a, b, acc, input_precision=\"ieee\")" in cg.kernel_source
+    assert "extern" not in cg.schedule  # the matmul is no longer a library call
+    assert "buf_matmul" not in cg.wrapper_source  # the product never reaches memory
+
+
+def test_float16_matmul_uses_tensor_core_precision():
+    r = np.random.default_rng(2)
+    x = _f32(r, 16, 32).astype(np.float16)
+    cg = _compile(lambda a, b: a @ b * 2.0, (x, x.T.copy()))
+    assert len(cg.kernels) == 1 and "input_precision" not in cg.kernel_source
+
+
+def test_product_needed_elsewhere_is_stored_by_the_template():
+    r = np.random.default_rng(3)
+    cg = _compile(matmul_and_product, (_f32(r, 8, 16), _f32(r, 16, 12)))
+    assert len(cg.kernels) == 1
+    assert "tl.store(out_matmul" in cg.kernel_source
+
+
+def test_matmul_of_a_view_stays_a_library_call():
+    r = np.random.default_rng(4)
+    cg = _compile(lambda a, b: a @ b.T + 1.0, (_f32(r, 8, 16), _f32(r, 12, 16)))
+    assert "extern" in cg.schedule and not any(k.startswith("triton_tem") for k in cg.kernels)
+
+
+def test_pointwise_chain_is_one_kernel_with_a_tail_mask():
+    cg = _compile(gelu, (np.ones((3, 7), np.float32),))
+    assert cg.kernels == ["triton_poi_fused_multiply_add_tanh_0"]
+    assert "xmask = xindex < xnumel" in cg.kernel_source and "xnumel = 21" in cg.kernel_source
+
+
+def test_broadcast_and_transpose_are_index_arithmetic():
+    cg = _compile(lambda x, b: x.T * b, (np.ones((4, 6), np.float32), np.ones(4, np.float32)))
+    assert len(cg.kernels) == 1
+    assert "x1 = xindex % 4" in cg.kernel_source and "x0 = (xindex // 4)" in cg.kernel_source
+
+
+def test_persistent_and_looped_reductions(monkeypatch):
+    r = np.random.default_rng(5)
+    x = _f32(r, 6, 300)
+    assert compiled_kernels(softmax, x)[0].startswith("triton_per_fused_max")
+    monkeypatch.setattr(tg, "PERSISTENT_MAX", 64)  # rows of 300 now need a loop
+    mc.reset()
+    cg = _compile(softmax, (x,))
+    assert cg.kernels[0].startswith("triton_red_fused_max")
+    assert "for roffset in range(0, rnumel, RBLOCK):" in cg.kernel_source
+    np.testing.assert_allclose(cg(x)[0], softmax(x), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_and_layer_norm_are_one_persistent_kernel():
+    x = np.random.default_rng(6).standard_normal((9, 100), dtype=np.float32)
+    for fn in (softmax, layer_norm):
+        mc.reset()
+        cg = _compile(fn, (x,))
+        assert len(cg.kernels) == 1 and cg.kernels[0].startswith("triton_per_fused")
+        assert "kept in registers" in cg.schedule
+        assert cg.wrapper_source.count("_empty(") == 1  # only the output reaches memory
+
+
+def test_row_fusion_stores_what_is_needed_outside():
+    def two_outputs(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e, e / e.sum(axis=1, keepdims=True)
+
+    x = np.random.default_rng(7).standard_normal((5, 33), dtype=np.float32)
+    cg = _compile(two_outputs, (x,))
+    assert len(cg.kernels) == 1 and "tl.store(out_exp" in cg.kernel_source
+    assert_same(two_outputs(x), cg(x), "two outputs")
+
+
+def test_column_reductions_are_not_row_fused():
+    x = np.random.default_rng(8).standard_normal((6, 10), dtype=np.float32)
+    cg = _compile(lambda x: x - x.max(axis=0), (x,))
+    assert len(cg.kernels) == 2
+
+
+def compiled_kernels(fn, *args):
+    return _compile(fn, args).kernels
+
+
+def test_reduction_epilogue_shares_the_kernel():
+    cg = _compile(lambda x: np.sqrt(x.sum(axis=1) + 1.0), (np.ones((5, 9), np.float32),))
+    assert len(cg.kernels) == 1 and cg.kernels[0].startswith("triton_per_fused_sum_add_sqrt")
+
+
+def test_names_and_source_are_deterministic():
+    x = np.ones((5, 9), np.float32)
+    first = _compile(layer_norm, (x,))
+    mc.reset()
+    second = _compile(layer_norm, (x,))
+    assert first.kernel_source == second.kernel_source and first.wrapper_source == second.wrapper_source
+
+
+def test_ops_without_exact_triton_form_fall_back_to_numpy():
+    a = np.arange(-6, 6, dtype=np.int64).reshape(3, 4)
+    cg = _compile(lambda a: np.floor_divide(a, 4) + np.remainder(a, 3) * 2, (a,))
+    assert "fallback: no exact Triton form of floor_divide" in cg.schedule
+    assert len(cg.kernels) == 1  # the add and the multiply are still a kernel
+    f = np.arange(1, 7, dtype=np.float32)
+    cg = _compile(lambda f, g: np.power(f, g) + 1.0, (f, f / 3))
+    assert "fallback: no exact Triton form of power" in cg.schedule
+    np.testing.assert_allclose(cg(f, f / 3)[0], np.power(f, f / 3) + 1.0, rtol=1e-6)
+
+
+def test_backend_registered_and_auto_keeps_numpy_on_cpp():
+    assert "triton" in mc.api.BACKENDS
+    f = mc.compile(lambda x: x + 1.0)
+    f(np.ones(4, np.float32))
+    assert type(compiled_graph(f)).__name__ == "CompiledGraph"
+
+
+def test_version_table_answers_for_the_installed_triton():
+    assert triton_versions.feature("input_precision")
+    assert set(triton_versions.FEATURES) >= {"driver_without_torch", "interpreter_numpy_2_4"}
+
+
+# ---------------------------------------------------------------------------
+# Properties: random graphs, every op and dtype
+# ---------------------------------------------------------------------------
+
+
+def _run_both(graph: ir.Graph, inputs: list):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            expected = ir.dead_code_elimination(graph)(*inputs)
+        except Exception as why:
+            expected = why
+        compiled = triton_wrapper.compile_graph(graph, inputs)
+        try:
+            actual = compiled(*inputs)
+        except Exception as why:
+            actual = why
+    return expected, actual, compiled
+
+
+@SETTINGS
+@given(programs(), st.integers(0, 2**32 - 1), st.sampled_from(["contiguous", "reversed", "strided", "transposed"]))
+def test_random_graph_matches_numpy(graph: ir.Graph, seed: int, layout: str):
+    rng = np.random.default_rng(seed)
+    inputs = [with_layout(rng, random_values(rng, p.shape, p.dtype), layout) for p in graph.placeholders]
+    expected, actual, compiled = _run_both(graph, inputs)
+    assert_same(expected, actual, f"\n{graph}\n{compiled}")
+
+
+@SETTINGS
+@given(st.sampled_from(UNARY + BINARY), st.sampled_from(ALL_DTYPES), st.sampled_from(ALL_DTYPES), st.integers(0, 2**32 - 1))
+def test_every_ufunc_and_dtype_pair(op: str, dt1: np.dtype, dt2: np.dtype, seed: int):
+    rng = np.random.default_rng(seed)
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((3, 5), dt1))
+    y = g.placeholder("y", TensorMeta((5,), dt2))
+    try:
+        out = g.call(op, x) if op in UNARY else g.call(op, x, y)
+    except Exception:
+        return
+    g.output([out])
+    inputs = [random_values(rng, (3, 5), dt1), random_values(rng, (5,), dt2)]
+    expected, actual, compiled = _run_both(g, inputs)
+    assert_same(expected, actual, f"\n{g}\n{compiled}")
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 70), st.sampled_from(["sum", "mean", "max", "min", "prod"]),
+       st.sampled_from([np.float16, np.float32, np.float64, np.int32, np.bool_]), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_reductions_with_tails(rows: int, cols: int, rtype: str, dtype, looped: bool, seed: int):
+    rng = np.random.default_rng(seed)
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((rows, cols), np.dtype(dtype)))
+    try:
+        out = g.call(rtype, x, axis=1, keepdims=True)
+    except Exception:
+        return
+    g.output([g.call("add", out, 1) if out.dtype.kind != "b" else out])
+    values = random_values(rng, (rows, cols), np.dtype(dtype))
+    if rtype == "prod" and np.dtype(dtype).kind == "f":
+        values = np.clip(values, -1.5, 1.5).astype(dtype)  # keep products finite and meaningful
+    saved = tg.PERSISTENT_MAX
+    tg.PERSISTENT_MAX = 16 if looped else saved
+    try:
+        expected, actual, compiled = _run_both(g, [values])
+    finally:
+        tg.PERSISTENT_MAX = saved
+    assert_same(expected, actual, f"\n{g}\n{compiled}")
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 70), st.sampled_from([np.float16, np.float32]),
+       st.sampled_from(["bias", "relu", "residual", "scale", "none"]), st.integers(0, 2**32 - 1))
+def test_matmul_template_with_epilogues(m: int, n: int, k: int, dtype, epilogue: str, seed: int):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    g = ir.Graph()
+    a = g.placeholder("a", TensorMeta((m, k), dt))
+    b = g.placeholder("b", TensorMeta((k, n), dt))
+    extra = g.placeholder("c", TensorMeta((n,) if epilogue == "bias" else (m, n), dt))
+    y = g.call("matmul", a, b)
+    y = {"bias": lambda: g.call("add", y, extra), "relu": lambda: g.call("maximum", y, 0.0),
+         "residual": lambda: g.call("add", g.call("multiply", y, 0.5), extra),
+         "scale": lambda: g.call("multiply", y, 0.125), "none": lambda: y}[epilogue]()
+    g.output([y])
+    scale = 1.0 / math.sqrt(k)
+    inputs = [(rng.standard_normal((m, k)) * scale).astype(dt), rng.standard_normal((k, n)).astype(dt),
+              rng.standard_normal((n,) if epilogue == "bias" else (m, n)).astype(dt)]
+    expected, actual, compiled = _run_both(g, inputs)
+    assert_same(expected, actual, f"\n{g}\n{compiled}")
+    assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("triton_tem_fused_matmul")

@@ -1,0 +1,197 @@
+# %% [markdown]
+# # 10 — Triton code generation: blocks, masks, reductions and a matmul template
+#
+# The C++ backend (tutorial 09) writes loops: one iteration per element.  A GPU
+# wants something else: thousands of *programs*, each handling a *block* of
+# elements with vector instructions.  Triton is a Python-embedded language for
+# exactly that, and it is what TorchInductor emits for CUDA.  minicompile's
+# `backend="triton"` generates Triton from the same fused schedule the C++
+# backend reads.
+#
+# No GPU?  Triton ships an *interpreter* that runs each program with NumPy on
+# the CPU.  Give `backend="triton"` NumPy arrays and that is what happens — slow,
+# but the very same kernels, so every claim below is checked on any machine.
+# Give it CuPy arrays and the kernels run on the GPU.
+
+# %%
+import math
+import time
+
+import numpy as np
+
+import minicompile as mc
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def compiled_graph(fn):
+    """The inductor's result for the one cache entry of a compiled function."""
+    return fn.cache[0].compiled
+
+
+def kernel_text(cg, name):
+    """One kernel's source, cut out of the generated module."""
+    source = cg.kernel_source
+    start = source.index(f"@triton.jit\ndef {name}(")
+    end = source.find("\n\n\n", start)
+    return source[start:] if end < 0 else source[start:end]
+
+
+rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## A pointwise kernel: one flat index, a mask for the tail
+#
+# GELU is a chain of eight ops.  The scheduler inlines all of them into one
+# expression; the Triton generator flattens the output's loops into one index,
+# `xindex`, cut into blocks of `XBLOCK`.  The last block hangs past the end of
+# the array, so every load and store carries `xmask`.  The loop variables of
+# the 2-D shape are recovered from `xindex` by division and remainder — the same
+# index arithmetic the loop IR wrote.
+
+# %%
+x = rng.standard_normal((33, 47), dtype=np.float32)  # 1551 elements: not a multiple of any block
+f = mc.compile(gelu, backend="triton")
+assert np.allclose(f(x), gelu(x), rtol=1e-5, atol=1e-6)
+cg = compiled_graph(f)
+print(cg.kernels)
+print(kernel_text(cg, cg.kernels[0]))
+assert cg.kernels == ["triton_poi_fused_multiply_add_tanh_0"]  # one kernel, named after what it fuses
+assert "xmask = xindex < xnumel" in cg.kernel_source
+
+# %% [markdown]
+# The wrapper allocates the output and launches the kernel; the launcher
+# computes the grid, `cdiv(1551, XBLOCK)` programs.
+
+# %%
+print(cg.wrapper_source)
+
+# %% [markdown]
+# ## Reductions: persistent when a row fits in a block
+#
+# Softmax over rows of 100: each program takes `XBLOCK` rows as a
+# `[XBLOCK, RBLOCK]` tile with `RBLOCK = 128 >= 100`, masks the 28 extra
+# columns to the reduction's identity (`-INF` for max), and reduces the tile
+# along its rows at once.  That is a *persistent* reduction (`triton_per_`).
+# A row too long for one block (more than 4096 here) is walked in a loop
+# of `RBLOCK` chunks instead (`triton_red_`), partial results kept in a tile.
+
+# %%
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+x = rng.standard_normal((9, 100), dtype=np.float32)
+f = mc.compile(softmax, backend="triton")
+assert np.allclose(f(x), softmax(x), rtol=1e-5, atol=1e-7)
+cg = compiled_graph(f)
+print(cg.schedule)
+print(kernel_text(cg, cg.kernels[0]))
+assert cg.kernels[0].startswith("triton_per_fused_max")
+
+long_rows = rng.standard_normal((2, 5000), dtype=np.float32)
+f_long = mc.compile(softmax, backend="triton")
+assert np.allclose(f_long(long_rows), softmax(long_rows), rtol=1e-5, atol=1e-7)
+looped = compiled_graph(f_long)
+print(kernel_text(looped, looped.kernels[0]))
+assert looped.kernels[0].startswith("triton_red_fused_max")
+assert "for roffset in range(0, rnumel, RBLOCK):" in looped.kernel_source
+
+# %% [markdown]
+# ## The matmul template, with its epilogue fused
+#
+# `x @ w` is a library call for the C++ backend.  For Triton it becomes a
+# *template*: a tiled `tl.dot` loop over K that leaves a `[BLOCK_M, BLOCK_N]`
+# tile of the product in registers (accumulated in float32).  The pointwise
+# kernel that followed — bias add and GELU — is pasted onto that tile, so
+# `gelu(x @ w + b)` is **one kernel** and the product never touches memory.
+# float32 inputs ask for `input_precision="ieee"`: the GPU's default TF32 would
+# not match NumPy.
+
+# %%
+
+
+def mlp(x, w, b):
+    return gelu(x @ w + b)
+
+
+x = rng.standard_normal((40, 64), dtype=np.float32)
+w = rng.standard_normal((64, 24), dtype=np.float32) / 8
+b = rng.standard_normal(24, dtype=np.float32)
+f = mc.compile(mlp, backend="triton")
+assert np.allclose(f(x, w, b), mlp(x, w, b), rtol=1e-4, atol=1e-5)
+cg = compiled_graph(f)
+print(cg.schedule)
+print(kernel_text(cg, cg.kernels[0]))
+assert cg.kernels == ["triton_tem_fused_matmul_add_multiply_tanh_0"]  # one kernel
+assert "buf_matmul" not in cg.wrapper_source  # no buffer for the product
+
+# %% [markdown]
+# float16 works the same way: the tile loads half-precision values, `tl.dot`
+# accumulates in float32 on the tensor cores, and the product is rounded to
+# float16 before the epilogue — exactly where NumPy rounds it.
+
+# %%
+x16, w16, b16 = x.astype(np.float16), w.astype(np.float16), b.astype(np.float16)
+f16 = mc.compile(mlp, backend="triton")
+out16 = f16(x16, w16, b16)
+assert out16.dtype == np.float16
+assert np.allclose(out16.astype(np.float32), mlp(x16, w16, b16).astype(np.float32), rtol=2e-2, atol=2e-2)
+
+# %% [markdown]
+# ## What Triton cannot do exactly falls back to NumPy
+#
+# Integer `floor_divide` has NumPy semantics (floor, and 0 for a zero divisor)
+# that a one-line Triton expression would not reproduce, so that node becomes
+# an Extern — a call of NumPy itself from the wrapper — and the rest still
+# fuses.  On CuPy arrays the same Extern is handed to CuPy.
+
+# %%
+a = np.arange(-6, 6, dtype=np.int64).reshape(3, 4)
+f = mc.compile(lambda a: np.floor_divide(a, 4) * 2 + 1, backend="triton")
+assert np.array_equal(f(a), np.floor_divide(a, 4) * 2 + 1)
+cg = compiled_graph(f)
+print(cg.schedule)
+assert "fallback" in cg.schedule and len(cg.kernels) == 1
+
+# %% [markdown]
+# ## On a GPU
+#
+# With CuPy arrays the same function runs on the device; `backend="auto"` picks
+# Triton by itself for CuPy inputs.  Results stay CuPy arrays (no copy to the
+# host), and the first call of each kernel times a few block sizes and warp
+# counts with CUDA events, remembering the fastest on disk.  Without a GPU this
+# cell says so and moves on.
+
+# %%
+try:
+    import cupy as cp
+
+    have_gpu = cp.cuda.runtime.getDeviceCount() > 0
+except Exception:
+    have_gpu = False
+
+if have_gpu:
+    xg = cp.asarray(rng.standard_normal((8192, 4096), dtype=np.float32))
+    fg = mc.compile(gelu)  # auto -> triton for CuPy
+    yg = fg(xg)
+    assert isinstance(yg, cp.ndarray)
+    cp.testing.assert_allclose(yg, gelu(xg), rtol=1e-5, atol=1e-5)
+    for name, fn in (("CuPy eager", gelu), ("minicompile triton", fg)):
+        for _ in range(3):
+            fn(xg)
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            fn(xg)
+        cp.cuda.Device().synchronize()
+        print(f"{name:20} {(time.perf_counter() - start) / 20 * 1e3:.3f} ms")
+else:
+    print("no CUDA device: the kernels above ran in Triton's interpreter")
