@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..ir import Graph, Node
 from ..ir.graph import _map_nodes
-from ..ir.passes import dead_code_elimination
+from ..ir.passes import common_subexpression_elimination, dead_code_elimination
 from .derivatives import DERIVATIVES, NON_DIFFERENTIABLE, NonDifferentiable
 from .emit import GraphEmitter
 
@@ -100,7 +100,9 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
         grad_index.append(len(grad_outputs))
         grad_outputs.append(g)
     joint.output([copy[o] for o in outputs] + grad_outputs)
-    # Rules also emit gradients nobody asked for (of inputs without requires_grad).
-    joint = dead_code_elimination(joint)
+    # Rules also emit gradients nobody asked for (of inputs without requires_grad), and
+    # the same value twice (matmul's rule transposes an input once per use): clean up
+    # before partitioning, so no value is saved twice.
+    joint = common_subexpression_elimination(dead_code_elimination(joint))
     return JointGraph(joint, len(primals), len(tangents), len(outputs), has_tangent, grad_index)
 
