@@ -46,6 +46,17 @@ except KeyError:  # pragma: no cover - guarded by requires-python
     ) from None
 
 
+def split_callable(first, second, null) -> tuple:
+    """The two stack slots below a call's arguments -> (callable, self or None).
+
+    3.11/3.12 lay them out as [NULL | method, callable | self], 3.13 as
+    [callable, NULL | self]; ``null`` is whatever stands for NULL there.
+    """
+    if CURRENT.null_before_callable:
+        return (second, None) if first is null else (first, second)
+    return first, (None if second is null else second)
+
+
 def instructions(code: CodeType) -> list[dis.Instruction]:
     """The code's instructions without CACHE entries, in order."""
     return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]

@@ -160,10 +160,7 @@ def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, co
         kwargs = w.expr(stack.pop()) if inst.arg & 1 else None
         args = w.expr(stack.pop())
         second, first = stack.pop(), stack.pop()
-        if VERSION.null_before_callable:
-            fn, self_arg = (second, None) if first is NULL else (first, second)
-        else:
-            fn, self_arg = first, (None if second is NULL else second)
+        fn, self_arg = bytecode.split_callable(first, second, NULL)
         prefix = f"{w.expr(self_arg)}, " if self_arg is not None else ""
         return f"{_callable(w, fn)}({prefix}*{args}" + (f", **{kwargs})" if kwargs else ")")
     if inst.opname == "CALL_KW":
@@ -174,10 +171,7 @@ def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, co
     args = stack[len(stack) - argc:]
     del stack[len(stack) - argc:]
     second, first = stack.pop(), stack.pop()
-    if VERSION.null_before_callable:
-        fn, self_arg = (second, None) if first is NULL else (first, second)
-    else:
-        fn, self_arg = first, (None if second is NULL else second)
+    fn, self_arg = bytecode.split_callable(first, second, NULL)
     if self_arg is not None:
         args = [self_arg] + args
     n_kw = len(kw_names)

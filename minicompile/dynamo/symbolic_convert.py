@@ -912,11 +912,7 @@ class InstructionTranslator:
 
     def _call(self, argc: int, kw_names: tuple[str, ...]) -> None:
         args = self.popn(argc)
-        first, second = self.popn(2)
-        if VERSION.null_before_callable:
-            fn, self_arg = (second, None) if first is NULL else (first, second)
-        else:
-            fn, self_arg = first, (None if second is NULL else second)
+        fn, self_arg = bytecode.split_callable(*self.popn(2), NULL)
         if self_arg is not None:
             args = [self_arg] + args
         n_kw = len(kw_names)
@@ -937,10 +933,9 @@ class InstructionTranslator:
         if not isinstance(kwargs, DictVariable):
             raise Unsupported(f"**kwargs from {kwargs.describe()}")
         args = self.sequence_items(self.pop())
-        first, second = self.popn(2)
-        fn = second if (VERSION.null_before_callable and first is NULL) else first
-        if not VERSION.null_before_callable and second is not NULL:
-            args = [second] + args
+        fn, self_arg = bytecode.split_callable(*self.popn(2), NULL)
+        if self_arg is not None:
+            args = [self_arg] + args
         self.push(self.call_function(fn, args, dict(kwargs.items)))
 
     def call_function(self, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
