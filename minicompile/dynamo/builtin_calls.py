@@ -106,6 +106,14 @@ def _min_max(symbol: str) -> Handler:
     return handler
 
 
+def _truth_fold(fold: Callable) -> Handler:
+    """any() / all() over an iterable whose items are known at trace time."""
+    def handler(tx, args, kwargs):
+        items = tx.sequence_items(args[0])
+        return ConstantVariable(fold(tx.truth(v) for v in items))
+    return handler
+
+
 def _getattr(tx, args, kwargs):
     name = tx.python_value(args[1])
     if len(args) == 3:
@@ -129,6 +137,8 @@ BUILTINS: dict[Any, Handler] = {
     builtins.min: _min_max("<"),
     builtins.max: _min_max(">"),
     builtins.getattr: _getattr,
+    builtins.any: _truth_fold(any),
+    builtins.all: _truth_fold(all),
 }
 
 

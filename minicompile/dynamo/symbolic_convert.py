@@ -713,6 +713,14 @@ class InstructionTranslator:
     def RETURN_VALUE(self, inst) -> None:
         self.return_value = self.pop()
 
+    def RETURN_GENERATOR(self, inst) -> None:  # a generator's first instruction
+        self.yielded = []
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst) -> None:
+        self.yielded.append(self.pop())
+        self.push(ConstantVariable(None))  # what send() would pass back: next() sends None
+
     def RETURN_CONST(self, inst) -> None:  # 3.12+
         self.return_value = self.wrap_value(inst.argval)
 
@@ -985,8 +993,8 @@ class InstructionTranslator:
     def inline_call(self, fn: UserFunctionVariable, args: list, kwargs: dict) -> VariableTracker:
         """Trace a call to a Python function into the same graph (TorchDynamo's inlining)."""
         code = fn.code
-        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            raise Unsupported(f"calling generator or coroutine {code.co_name}")
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported(f"calling coroutine {code.co_name}")
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
         if fn.bound_self is not None:
@@ -1014,7 +1022,16 @@ class InstructionTranslator:
             f_globals=real.__globals__ if real is not None else fn.globals,
             fn_source=fn.source, parent=self,
         )
-        return callee.run()
+        if not code.co_flags & inspect.CO_GENERATOR:
+            return callee.run()
+        # A generator (a generator expression, say) is drained at once into the
+        # items it yields.  Draining runs items a lazy consumer might never ask
+        # for, so only a generator without side effects is traced this way.
+        mutations = self.output.mutations
+        callee.run()
+        if self.output.mutations != mutations:
+            raise Unsupported(f"generator {code.co_name} has side effects: it cannot be drained early")
+        return IteratorVariable(callee.yielded)
 
     def call_numpy(self, rule, args: list, kwargs: dict, what: str) -> VariableTracker:
         out = kwargs.get("out")

@@ -944,3 +944,34 @@ def test_outputs_that_alias_inputs_alias_in_compiled_code_too(backend):
         assert_same(got, want)
         assert np.shares_memory(got, x)  # a view of the caller's array, as in NumPy
     assert result[-1] is x
+
+
+def uses_generators(xs, w):
+    total = sum(x * 2 for x in xs)
+    squashed = tuple(np.tanh(v) for v in xs)
+    same_shape = all(v.shape == (3,) for v in xs)
+
+    def scaled(n):
+        for i in range(n):
+            yield w * i
+
+    return total + sum(squashed), same_shape, list(scaled(3))
+
+
+def logs_while_generating(xs, log):
+    return any(log.append(i) or v.shape[0] > 2 for i, v in enumerate(xs))
+
+
+def test_generators_without_side_effects_are_drained_into_the_graph():
+    xs, w = [np.ones(3) * i for i in range(4)], np.arange(3.0)
+    assert_same(mc.compile(uses_generators, backend="eager")(xs, w), uses_generators(xs, w))
+    explanation = mc.explain(uses_generators)(xs, w)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+
+
+def test_a_generator_with_side_effects_is_not_drained_early():
+    xs = [np.ones(3), np.ones(1)]
+    eager_log, compiled_log = [], []
+    expected = logs_while_generating(xs, eager_log)
+    assert mc.compile(logs_while_generating, backend="eager")(xs, compiled_log) == expected
+    assert compiled_log == eager_log == [0]  # any() stopped after the first item

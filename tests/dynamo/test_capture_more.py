@@ -564,8 +564,6 @@ DICT_OF_ARRAYS = gap("sorted() of a dict whose values include arrays is an unsup
 KNOWN_BREAKS = {
     "dict_comprehension": DICT_OF_ARRAYS,
     "takes_kwargs-array": DICT_OF_ARRAYS,
-    "generator_expression": gap("generator expressions are not inlined ('calling generator "
-                                "or coroutine <genexpr>')"),
 }
 
 
