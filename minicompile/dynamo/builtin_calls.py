@@ -114,6 +114,14 @@ def _truth_fold(fold: Callable) -> Handler:
     return handler
 
 
+def _sorted(tx, args, kwargs):
+    """sorted() of items known at trace time (a dict's keys, a list of constants)."""
+    items = tx.sequence_items(args[0])
+    values = [tx.python_value(v) for v in items]
+    options = {k: tx.python_value(v) for k, v in kwargs.items()}
+    return ListVariable([tx.wrap_value(v) for v in sorted(values, **options)])
+
+
 def _getattr(tx, args, kwargs):
     name = tx.python_value(args[1])
     if len(args) == 3:
@@ -137,6 +145,7 @@ BUILTINS: dict[Any, Handler] = {
     builtins.min: _min_max("<"),
     builtins.max: _min_max(">"),
     builtins.getattr: _getattr,
+    builtins.sorted: _sorted,
     builtins.any: _truth_fold(any),
     builtins.all: _truth_fold(all),
 }

@@ -555,20 +555,7 @@ def test_compiled_matches_eager(case):
     assert len(compiled.cache) == 1
 
 
-def gap(reason: str):
-    return pytest.mark.xfail(reason=f"capture gap: {reason}", strict=True)
-
-
-DICT_OF_ARRAYS = gap("sorted() of a dict whose values include arrays is an unsupported call")
-# Cases that match eager but break the graph today.
-KNOWN_BREAKS = {
-    "dict_comprehension": DICT_OF_ARRAYS,
-    "takes_kwargs-array": DICT_OF_ARRAYS,
-}
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=KNOWN_BREAKS.get(c.id, ()))
-                                  for c in CORPUS])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CORPUS])
 def test_one_graph_without_breaks(case):
     explanation = mc.explain(case.fn)(*case.make_args(), **case.kwargs)
     assert explanation.break_reasons == [], [str(r) for r in explanation.break_reasons]
