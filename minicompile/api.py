@@ -8,6 +8,8 @@ tuple).  Named backends:
 * ``"cpp"``   — the inductor with the C++/OpenMP code generator;
 * ``"triton"`` — the inductor with the Triton code generator (GPU for CuPy
   arrays, Triton's interpreter for NumPy arrays);
+* ``"spyre"`` — the inductor with the Spyre code generator, run in the
+  simulated card (``.program``, ``.report`` on the compiled callable);
 * ``"auto"``  — ``cpp`` for NumPy arrays, ``triton`` for CuPy arrays.
 """
 from __future__ import annotations
@@ -34,6 +36,12 @@ def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     return compile_graph(graph, example_inputs)
 
 
+def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    from .inductor.codegen.spyre import compile_graph  # imported lazily: the simulator is large
+
+    return compile_graph(graph, example_inputs)
+
+
 def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     # CuPy arrays (GPU) go to triton; the type's module says so without importing cupy.
     if any(type(x).__module__.startswith("cupy") for x in example_inputs):
@@ -48,9 +56,10 @@ BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     "aot_eager": _eager,
     "cpp": _cpp,
     "triton": _triton,
+    "spyre": _spyre,
     "auto": _auto,
 }
-PLANNED = ("spyre",)
+PLANNED: tuple[str, ...] = ()
 
 
 def lookup_backend(backend: str | Callable) -> tuple[Callable, str]:

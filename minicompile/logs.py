@@ -21,6 +21,7 @@ ARTIFACTS = (
     "partition",     # what the partitioner saves and recomputes
     "schedule",      # the fused kernels chosen by the inductor scheduler
     "output_code",   # generated kernels and wrapper
+    "spyre",         # the Spyre backend's programs, per core, and its host fallbacks
 )
 
 

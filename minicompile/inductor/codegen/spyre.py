@@ -1,0 +1,302 @@
+"""The Spyre backend: a scheduled graph -> programs for the simulated card, run in its simulator.
+
+In:  an ``ir.Graph`` and example inputs (as for every backend).
+Out: :class:`SpyreCompiled`, called like the graph: it converts the inputs to
+     fp16 at the card's boundary, runs each step (a device program in
+     :func:`minicompile.spyre.simulate`, or the host), and returns the graph's
+     outputs as NumPy arrays in the graph's dtypes.  ``.program`` is every
+     step's program (per core), ``.report`` the last run's cycles, and
+     ``str()`` shows both with the schedule.
+
+The backend reads the same :class:`~..scheduler.Schedule` as the C++ and
+Triton generators, and maps its steps:
+
+==========================  ===============================================
+schedule step               on the card
+==========================  ===============================================
+pointwise kernel            vector instructions on tiles (:mod:`..spyre_loops`)
+row kernel (sum/max/mean,   whole rows per core: stages, epilogues and the
+ softmax, layer norm)        row pass all in scratchpad (:mod:`..spyre_loops`)
+matmul Extern               tiled matrix unit, K split over the ring, plus
+ (+ the pointwise kernel     its epilogue on the accumulator
+ reading it)                 (:mod:`..spyre_matmul`)
+anything else               the host runs that step's ops with NumPy
+==========================  ===============================================
+
+A kernel with no mapping yet (integer data, comparisons, transposed reads,
+rows longer than the scratchpad) runs on the host between device programs,
+and the compile log and the report say so; it never gives a wrong answer.
+
+Precision: data lives in DRAM as fp16 and is computed in fp32 (the matrix
+unit accumulates in fp32), so each stored value carries fp16 rounding (a
+relative error of about 2^-11 per store, 1e-3) plus fp32 rounding inside a
+kernel.  Results match NumPy to ``rtol=atol=2e-2`` for values of order one;
+a sum over n elements is compared relative to the sum of magnitudes.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ... import ir, logs
+from ...ir import passes
+from ...spyre.checks import validate
+from ...spyre.device import SpyreConfig
+from ...spyre.report import CoreCycles, Report
+from ...spyre.simulator import simulate
+from .. import decompositions, loop_ir as L, scheduler
+from ..scheduler import Kernel, Schedule
+from ..spyre_loops import DeviceStep, plan_loops
+from ..spyre_matmul import epilogue_of, plan_matmul_step
+from ..spyre_tiles import Unmappable
+
+F16 = np.dtype(np.float16)
+
+
+@dataclass
+class HostStep:
+    """A step the card cannot run yet: its buffers are computed by NumPy on the host."""
+    name: str
+    buffers: list[str]
+    reason: str
+
+
+# -- planning ---------------------------------------------------------------------------
+
+def _reads(step) -> set[str]:
+    if isinstance(step, Kernel):
+        return {ld.buffer for s in step.stores for ld in L.loads(s.body)}
+    return set(step.inputs)
+
+
+def _live_after(schedule: Schedule) -> list[set[str]]:
+    """For each step, the buffers a later step, an output or an output view reads."""
+    keep = {n.name for n in schedule.graph.outputs}
+    for view in schedule.views.values():
+        keep |= {view.name} | {i.name for i in view.inputs}
+    live, out = set(keep), []
+    for step in reversed(schedule.steps):
+        out.append(set(live))
+        live |= _reads(step)
+    return out[::-1]
+
+
+def _is_matmul(step) -> bool:
+    return isinstance(step, L.Extern) and step.op_name == "matmul"
+
+
+def _epilogue_index(schedule: Schedule, i: int) -> int | None:
+    """The kernel after matmul step i that can be its epilogue (host Externs between
+    that do not read the product run first)."""
+    ext = schedule.steps[i]
+    for j in range(i + 1, len(schedule.steps)):
+        step = schedule.steps[j]
+        if isinstance(step, Kernel):
+            return j if epilogue_of(ext, step) else None
+        if _is_matmul(step) or ext.name in step.inputs:
+            return None
+    return None
+
+
+def plan(schedule: Schedule, cfg: SpyreConfig, fuse: bool = True) -> list:
+    """The steps in execution order: DeviceStep or HostStep."""
+    live = _live_after(schedule)
+    steps = schedule.steps
+    deferred: dict[int, int] = {}  # epilogue kernel index -> its matmul's index
+    out: list = []
+    for i, step in enumerate(steps):
+        if _is_matmul(step) and fuse:
+            j = _epilogue_index(schedule, i)
+            if j is not None and step.name not in live[j]:
+                deferred[j] = i
+                continue
+        if i in deferred:
+            ext = steps[deferred[i]]
+            try:
+                out.append(_checked(plan_matmul_step(ext, step, schedule, live[i], cfg)))
+                continue
+            except Unmappable as why:
+                logs.log("spyre", f"{ext.name}: epilogue {step.name} not fused: {why}")
+                out.append(_device_or_host(ext, schedule, {ext.name}, cfg))
+        out.append(_device_or_host(step, schedule, live[i], cfg))
+    return out
+
+
+def _device_or_host(step, schedule: Schedule, live: set[str], cfg: SpyreConfig):
+    try:
+        if isinstance(step, Kernel):
+            return _checked(plan_loops(step, schedule, live, cfg))
+        if _is_matmul(step):
+            return _checked(plan_matmul_step(step, None, schedule, live | {step.name}, cfg))
+        reason = f"np.{step.op_name} has no Spyre mapping ({step.reason})"
+    except Unmappable as why:
+        reason = str(why)
+    buffers = [s.buffer for s in step.stores] if isinstance(step, Kernel) else [step.name]
+    return HostStep(step.name, buffers, reason)
+
+
+def _checked(step: DeviceStep) -> DeviceStep:
+    validate(step.program)  # refuses a bad plan at compile time, not on the first call
+    return step
+
+
+# -- the report of a run ------------------------------------------------------------------
+
+@dataclass
+class SpyreReport:
+    """The last run: one :class:`Report` per device program, and their sum (``total``).
+
+    Attributes of ``total`` (``total_cycles``, ``matrix_utilization``,
+    ``dram_bytes_written``, ``bottleneck``, ...) read through this object."""
+    total: Report
+    steps: list[tuple[str, Report]] = field(default_factory=list)
+    host_steps: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "total":
+            raise AttributeError(name)
+        return getattr(self.total, name)
+
+    @property
+    def dram_bytes(self) -> int:
+        return self.total.dram_bytes_read + self.total.dram_bytes_written
+
+    def __str__(self) -> str:
+        lines = [str(self.total)]
+        lines += [f"  step {name:<40} {r.total_cycles:>10} cycles  {r.bottleneck:<8} "
+                  f"mm {r.matrix_utilization:6.1%}  DRAM {r.dram_bytes_read + r.dram_bytes_written} B"
+                  for name, r in self.steps]
+        lines.append(f"host fallbacks      {len(self.host_steps)}"
+                     + (f" ({', '.join(self.host_steps)})" if self.host_steps else ""))
+        return "\n".join(lines)
+
+
+def combine(steps: list[tuple[str, Report]], host_steps: list[str], cores: int) -> SpyreReport:
+    """Programs run one after another: cycles and bytes add, peaks take the maximum."""
+    reports = [r for _, r in steps]
+    total = sum(r.total_cycles for r in reports)
+    span = max(total, 1)
+    weight = lambda attr: sum(getattr(r, attr) * r.total_cycles for r in reports) / span  # noqa: E731
+    per_core = [CoreCycles(*(sum(getattr(r.cores[c], f) for r in reports)
+                             for f in ("compute", "dma", "ring", "stall"))) for c in range(cores)]
+    links = {}
+    for r in reports:
+        for key, u in r.ring_link_utilization.items():
+            links[key] = links.get(key, 0.0) + u * r.total_cycles / span
+    longest = max(reports, key=lambda r: r.total_cycles, default=None)
+    summary = Report(
+        total_cycles=total, cores=per_core, matrix_utilization=weight("matrix_utilization"),
+        scratchpad_high_water=[max((r.scratchpad_high_water[c] for r in reports), default=0)
+                               for c in range(cores)],
+        dram_bytes_read=sum(r.dram_bytes_read for r in reports),
+        dram_bytes_written=sum(r.dram_bytes_written for r in reports),
+        dram_utilization=weight("dram_utilization"), ring_link_utilization=links,
+        bottleneck=longest.bottleneck if longest else "none",
+        clock_hz=longest.clock_hz if longest else 1e9)
+    return SpyreReport(summary, steps, host_steps)
+
+
+# -- the compiled callable ------------------------------------------------------------------
+
+class SpyreProgram:
+    """Every step of a compiled graph, printable per core."""
+
+    def __init__(self, steps: list):
+        self.steps = steps
+
+    @property
+    def device_steps(self) -> list[DeviceStep]:
+        return [s for s in self.steps if isinstance(s, DeviceStep)]
+
+    def __str__(self) -> str:
+        parts = []
+        for s in self.steps:
+            if isinstance(s, DeviceStep):
+                parts += [f"# ---- device: {s.plan} ----", str(s.program)]
+            else:
+                parts.append(f"# ---- host: {s.name} computes {', '.join(s.buffers)}: {s.reason} ----")
+        return "\n".join(parts)
+
+
+class SpyreCompiled:
+    def __init__(self, graph: ir.Graph, schedule: Schedule, steps: list, cfg: SpyreConfig,
+                 functional: bool = True):
+        self.graph, self.schedule, self.config = graph, schedule, cfg
+        self.program = SpyreProgram(steps)
+        self.functional = functional
+        self.report: SpyreReport | None = None
+        self._nodes = {n.name: n for n in graph.nodes}
+
+    def __call__(self, *inputs: Any) -> tuple:
+        env: dict[str, Any] = {p.name: x for p, x in zip(self.graph.placeholders, inputs)}
+        runs, host = [], []
+        for step in self.program.steps:
+            if isinstance(step, HostStep):
+                host.append(step.name)
+                for b in step.buffers:
+                    self._value(b, env)
+                continue
+            feed = {dram: np.ascontiguousarray(self._value(buf, env), dtype=F16).reshape(view)
+                    for dram, (buf, view) in step.inputs.items()}
+            outputs, report = simulate(step.program, feed, functional=self.functional)
+            runs.append((step.name, report))
+            for dram, buf in step.outputs.items():
+                node = self._nodes[buf]
+                value = outputs.get(dram, np.zeros(step.program.dram[dram].shape, F16))
+                env[buf] = value.reshape(node.shape).astype(node.dtype)
+        self.report = combine(runs, host, self.config.cores)
+        return tuple(self._value(n.name, env) for n in self.graph.outputs)
+
+    def _value(self, name: str, env: dict[str, Any]) -> Any:
+        """A buffer's value; a node no step stored is computed from its inputs with NumPy."""
+        if name not in env:
+            node = self._nodes[name]
+            env[name] = node.op.impl(*_map(node.args, lambda n: self._value(n.name, env)))
+        return env[name]
+
+    def __str__(self) -> str:
+        parts = ["# ---- graph ----", self.graph.python_code(), "# ---- schedule ----",
+                 str(self.schedule), "# ---- programs ----", str(self.program)]
+        if self.report is not None:
+            parts += ["# ---- last run ----", str(self.report)]
+        return "\n".join(parts)
+
+    def __repr__(self) -> str:
+        device = len(self.program.device_steps)
+        return f"<SpyreCompiled {device} device program(s), {len(self.program.steps) - device} on the host>"
+
+
+def _map(value: Any, fn) -> Any:
+    if isinstance(value, ir.Node):
+        return fn(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map(v, fn) for k, v in value.items()}
+    return value
+
+
+def _unfused(graph: ir.Graph) -> ir.Graph:
+    """The graph with every value an output: each op's result goes to DRAM (for comparison)."""
+    every = copy.deepcopy(graph)
+    every.output_node.args = tuple(every.calls)
+    return every
+
+
+def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig | None = None,
+                  fuse: bool = True, functional: bool = True) -> SpyreCompiled:
+    """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion)."""
+    cfg = config or SpyreConfig()
+    graph = passes.optimize(decompositions.decompose(graph))
+    scheduled = _unfused(graph) if not fuse else graph
+    sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse)
+    steps = plan(sched, cfg, fuse)
+    for s in steps:
+        if isinstance(s, HostStep):
+            logs.log("spyre", f"{s.name}: runs on the host with NumPy: {s.reason}")
+    compiled = SpyreCompiled(graph, sched, steps, cfg, functional)
+    logs.log("spyre", lambda: str(compiled.program))
+    return compiled

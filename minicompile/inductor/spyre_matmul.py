@@ -1,0 +1,205 @@
+"""A matmul Extern, with the pointwise kernel that consumes it, -> one Spyre program.
+
+In:  a ``matmul`` :class:`~.loop_ir.Extern` of the schedule (2-D operands),
+     optionally its *epilogue*: the pointwise kernel over the same M x N loops
+     that reads the product at its own element (``relu(x @ W + b)``), the
+     buffers later steps read, and a :class:`SpyreConfig`.
+Out: a :class:`~.spyre_loops.DeviceStep`.
+
+This generalizes :mod:`minicompile.spyre.matmul_plan` (same tiling model,
+same work division: output tiles first, then K split over cores with the
+partial sums tree-added over the ring) in two ways: operands are the graph's
+buffers, and the epilogue runs on the fp32 accumulator tile before the one
+store, so the product never makes a round trip through DRAM.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..spyre.device import SpyreConfig
+from ..spyre.isa import (Allocator, DmaLoad, DmaStore, DmaWait, Matmul, Program, RingRecv,
+                         RingSend, Tile, VectorBinary, VectorUnary)
+from ..spyre.matmul_plan import MatmulTiling, choose_tiling, working_set
+from . import loop_ir as L
+from .scheduler import Buffer, Kernel, Schedule
+from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
+from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify
+
+
+def epilogue_of(ext: L.Extern, kernel: Kernel) -> bool:
+    """Whether ``kernel`` can run on the matmul's accumulator tiles."""
+    if kernel.reductions or kernel.row_pointwise or kernel.ranges != tuple(ext.shape):
+        return False
+    if len(ext.shape) != 2:
+        return False
+    row, col = L.loop_index("x", kernel.ranges)
+    for store in kernel.stores:
+        for ld in L.loads(store.body):
+            if ld.buffer == ext.name and \
+                    classify(ld.index, tuple(ext.shape), row, col, ext.shape[1])[0] != "full":
+                return False
+    return any(ld.buffer == ext.name for s in kernel.stores for ld in L.loads(s.body))
+
+
+def _tiling(M: int, N: int, K: int, cfg: SpyreConfig, per_elem: int,
+            double_buffer: bool) -> MatmulTiling:
+    """The planner's tiling, in a scratchpad shrunk until the epilogue's tiles fit too."""
+    for share in (1, 2, 4, 8, 16, 32):
+        small = dataclasses.replace(cfg, scratchpad_usable_bytes=cfg.scratchpad_usable_bytes // share)
+        try:
+            t = choose_tiling(M, N, K, small, "fp16", double_buffer, None)
+        except ValueError:
+            break
+        if working_set(t, "fp16", double_buffer) + per_elem * t.tm * t.tn + 4096 \
+                <= cfg.scratchpad_usable_bytes:
+            return t
+    raise Unmappable(f"no tiling of {M}x{N}x{K} with its epilogue fits the scratchpad")
+
+
+def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule, live: set[str],
+                     cfg: SpyreConfig, double_buffer: bool = True) -> DeviceStep:
+    refs = [a for a in ext.args if isinstance(a, L.BufferRef)]
+    if len(refs) != 2 or len(ext.args) != 2:
+        raise Unmappable("matmul with arguments other than two arrays")
+    a, b = (schedule.buffers[r.name] for r in refs)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise Unmappable(f"matmul of {len(a.shape)}-D by {len(b.shape)}-D arrays")
+    if a.dtype.kind != "f" or b.dtype.kind != "f":
+        raise Unmappable(f"matmul of {a.dtype} by {b.dtype}")
+    (M, K), (_, N) = a.shape, b.shape
+    name = ext.name + (f"+{epilogue.name}" if epilogue else "")
+    step = DeviceStep(name, Program(cfg))
+    A = step.dram(a.name, (M, K), "input")
+    B = step.dram(b.name, (K, N), "input")
+    row, col = L.loop_index("x", (M, N))
+    if epilogue:
+        bodies = [s.body for s in epilogue.stores]
+        ins = operands(bodies, epilogue.buffers_written | {ext.name}, schedule, step, row, col, N)
+        outs = [s.buffer for s in epilogue.stores if s.buffer in live]
+        if ext.name in live:
+            raise Unmappable("the product is read after its epilogue")
+        per_elem = per_element_bytes(bodies, len(ins), len(outs))
+    else:
+        bodies, ins, outs, per_elem = [], [], [ext.name], 4
+    out_dram = {o: step.dram(o, (M, N), "output") for o in outs}
+    t = _tiling(M, N, K, cfg, per_elem, double_buffer)
+    chunks = list(range(0, K, t.tk))
+    t = dataclasses.replace(t, split_k=max(1, min(t.split_k, len(chunks), cfg.cores)))
+    tiles = [(i, j) for i in range(0, M, t.tm) for j in range(0, N, t.tn)]
+    ranges = [chunks[m * len(chunks) // t.split_k:(m + 1) * len(chunks) // t.split_k]
+              for m in range(t.split_k)]
+    jobs: list[list[tuple[int, int]]] = [[] for _ in range(cfg.cores)]
+    for n in range(len(tiles)):
+        for m in range(t.split_k):
+            jobs[(n * t.split_k + m) % cfg.cores].append((n, m))
+    shape = dict(M=M, N=N, K=K, A=A, B=B)
+    for core, mine in enumerate(jobs):
+        if mine:
+            _emit_core(step, core, mine, tiles, ranges, t, shape, epilogue, ext.name, ins, outs,
+                       out_dram, double_buffer)
+    step.plan = (f"{name}: {M}x{N}x{K}, {t}, over {min(len(tiles) * t.split_k, cfg.cores)} cores"
+                 + (", epilogue on the accumulator" if epilogue else "")
+                 + ("" if double_buffer else ", single-buffered"))
+    return step
+
+
+def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins, outs,
+               out_dram, double_buffer):
+    program, cfg = step.program, step.program.config
+    M, N, K, A, B = (shape[k] for k in "MNKAB")
+    alloc = Allocator(program, core)
+    copies = 2 if double_buffer else 1
+    a = [alloc(f"a{c}", (t.tm, t.tk)) for c in range(copies)]
+    b = [alloc(f"b{c}", (t.tk, t.tn)) for c in range(copies)]
+    acc = [alloc(f"acc{c}", (t.tm, t.tn), "fp32") for c in range(copies)]
+    part = alloc("part", (t.tm, t.tn), "fp32") if t.split_k > 1 else None
+    narrow = {o: alloc(f"out{n}", (t.tm, t.tn)) for n, o in enumerate(outs)}
+    ep_bufs = {op.load: alloc(f"in{n}", (t.tm if SHAPE_OF_KIND[op.kind][0] else 1,
+                                         t.tn if SHAPE_OF_KIND[op.kind][1] else 1))
+               for n, op in enumerate(ins)}
+    emitter = TileEmitter(program, core, alloc, t.tm, t.tn)
+    emit = lambda *i: program.emit(core, *i)  # noqa: E731
+    steps = [(j, k0) for j, (n, m) in enumerate(jobs) for k0 in ranges[m]]
+
+    def extent(j, k0):
+        i0, j0 = tiles[jobs[j][0]]
+        return i0, j0, min(t.tm, M - i0), min(t.tn, N - j0), min(t.tk, K - k0)
+
+    def load(s):
+        j, k0 = steps[s]
+        i0, j0, rm, rn, rk = extent(j, k0)
+        emit(DmaLoad(Tile(a[s % copies].name, rm, rk), A, i0, k0, f"ld{s}"),
+             DmaLoad(Tile(b[s % copies].name, rk, rn), B, k0, j0, f"ld{s}"))
+
+    stored = False
+    if double_buffer and steps:
+        load(0)
+    for s, (j, k0) in enumerate(steps):
+        n, member = jobs[j]
+        i0, j0, rm, rn, rk = extent(j, k0)
+        if member == 0 and k0 == ranges[0][0]:  # the storing member fetches the epilogue's operands
+            for op in ins:
+                tile, dr, dc = operand_tile(op, ep_bufs[op.load].name, i0, j0, rm, rn)
+                emit(DmaLoad(tile, op.dram, dr, dc, f"ep{j}"))
+        if double_buffer and s + 1 < len(steps):
+            load(s + 1)
+        elif not double_buffer:
+            load(s)
+        emit(DmaWait(f"ld{s}"))
+        out = Tile(acc[j % copies].name, rm, rn)
+        emit(Matmul(out, Tile(a[s % copies].name, rm, rk), Tile(b[s % copies].name, rk, rn),
+                    accumulate=k0 != ranges[member][0]))
+        if k0 != ranges[member][-1] or not _tree_sum(emit, core, n, member, out, part, t.split_k,
+                                                     cfg.cores):
+            continue
+        results = {product: (out, (True, True))}
+        if epilogue:
+            if ins:
+                emit(DmaWait(f"ep{j}"))
+            bound = {op.load: (operand_tile(op, ep_bufs[op.load].name, i0, j0, rm, rn)[0],
+                               SHAPE_OF_KIND[op.kind]) for op in ins}
+            emitter.begin(rm, rn, bound)
+            emitter.define(product, results[product])
+            for store in epilogue.pointwise:
+                emitter.define(store.buffer, emitter.value(store.body))
+            results = emitter.computed
+        for o in outs:
+            value = results[o]
+            if isinstance(value, float) or value[0].shape != (rm, rn):
+                raise Unmappable(f"{o} is a broadcast value, not one per element")
+            tile = Tile(narrow[o].name, rm, rn)
+            emit(VectorUnary("cast", tile, value[0]), DmaStore(tile, out_dram[o], i0, j0, "out"))
+            stored = True
+    if stored:
+        emit(DmaWait("out"))
+
+
+def _tree_sum(emit, core, n, member, acc: Tile, part, split_k: int, cores: int) -> bool:
+    """Add the K-split group's partial tiles over the ring; True on the member that stores.
+
+    Round r: the member 2^r above sends its partial sum down and is done."""
+    step = 1
+    while step < split_k:
+        if member % (2 * step) == step:
+            emit(RingSend(acc, (core - step) % cores, f"t{n}r{step}"))
+            return False
+        if member % (2 * step) == 0 and member + step < split_k:
+            got = Tile(part.name, acc.rows, acc.cols)
+            emit(RingRecv(got, (core + step) % cores, f"t{n}r{step}"),
+                 VectorBinary("add", acc, acc, got))
+        step *= 2
+    return True
+
+
+def matmul_cycles_program(M: int, N: int, K: int, cfg: SpyreConfig | None = None,
+                          double_buffer: bool = True) -> Program:
+    """The program this backend runs for a plain fp16 M x K @ K x N (for timing)."""
+    f16 = np.dtype(np.float16)
+    buffers = {n: Buffer(n, s, f16, L.contiguous_strides(s), "input")
+               for n, s in (("a", (M, K)), ("b", (K, N)))}
+    ext = L.Extern("c", "matmul", np.matmul, (L.BufferRef("a"), L.BufferRef("b")), (M, N), f16, "")
+    schedule = Schedule(None, [], buffers, [ext], {}, {})
+    step = plan_matmul_step(ext, None, schedule, {"c"}, cfg or SpyreConfig(), double_buffer)
+    return step.program
