@@ -5,9 +5,10 @@ Out: a :class:`MemoryPlan` — for every buffer a kernel writes, either a fresh
      allocation or the name of a dead buffer it reuses, and the peak number of
      bytes held by intermediates (buffers that are neither inputs nor outputs).
 
-A buffer is *dead* after the last step that reads it, unless the caller sees
-it: graph outputs, bases of output views and Extern results (NumPy owns those)
-are never reused.  A new buffer takes over a dead one of exactly the same
+A buffer is *dead* after the last step that reads it — or that reads an
+Extern result computed from it, which may be a view of it — unless the caller
+sees it: graph outputs, bases of output views and Extern results (NumPy owns
+those) are never reused.  A new buffer takes over a dead one of exactly the same
 byte size, so reuse costs at most a ``view``/``reshape`` of the old array.
 Only kernel outputs are planned: an Extern allocates its own result.
 """
@@ -15,7 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir import get_op
 from .scheduler import Kernel, Schedule
+
+# Op kinds whose NumPy implementation may return a view of an input.
+VIEW_KINDS = frozenset({"view", "index", "layout"})
 
 
 @dataclass
@@ -47,6 +52,17 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
     for i, step in enumerate(schedule.steps):
         for b in _reads(step, kernel_args):
             last_read[b] = i
+    # An Extern view op's result may be a view of its inputs (np.broadcast_to, a
+    # basic index): its inputs live as long as it does.  Later steps first, so that
+    # chains of views extend all the way back.
+    for step in reversed(schedule.steps):
+        if isinstance(step, Kernel) or get_op(step.op_name).kind not in VIEW_KINDS:
+            continue
+        if step.name in pinned:  # returned to the caller: so may be what it views
+            pinned |= set(step.inputs)
+        if step.name in last_read:
+            for b in step.inputs:
+                last_read[b] = max(last_read.get(b, -1), last_read[step.name])
     nbytes = {b.name: b.numel * b.dtype.itemsize for b in schedule.buffers.values()}
     result = MemoryPlan()
     storage: dict[str, str] = {}  # intermediate buffer -> the allocation it lives in

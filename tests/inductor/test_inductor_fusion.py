@@ -183,3 +183,16 @@ def test_other_decompositions_lower_to_loops(op):
     a[1, 3] = np.nan
     compiled = check(g, [a])
     assert compiled.kernels and all("extern" not in line for line in compiled.schedule.splitlines())
+
+
+def test_memory_planning_keeps_a_buffer_alive_while_an_extern_view_of_it_is():
+    # np.broadcast_to (an extern) returns a view of add's buffer: reusing that
+    # buffer for the negation would change the view under hypot's feet.
+    g = ir.Graph()
+    a = g.placeholder("a", ir.TensorMeta((3,), np.dtype(np.int8)))
+    view = g.call("broadcast_to", g.call("add", a, a), (2, 3))
+    negated = g.call("negative", a)
+    g.output([g.call("hypot", view, negated), view, negated])
+    x = np.array([1, 2, 3], np.int8)
+    for got, want in zip(compile_graph(g, [x])(x), g(x)):
+        np.testing.assert_array_equal(got, want)
