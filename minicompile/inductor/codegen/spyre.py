@@ -118,7 +118,7 @@ def plan(schedule: Schedule, cfg: SpyreConfig, fuse: bool = True) -> list:
             try:
                 out.append(_checked(plan_matmul_step(ext, step, schedule, live[i], cfg)))
                 continue
-            except Unmappable as why:
+            except (Unmappable, KeyError) as why:
                 logs.log("spyre", f"{ext.name}: epilogue {step.name} not fused: {why}")
                 out.append(_device_or_host(ext, schedule, {ext.name}, cfg))
         out.append(_device_or_host(step, schedule, live[i], cfg))
@@ -134,6 +134,11 @@ def _device_or_host(step, schedule: Schedule, live: set[str], cfg: SpyreConfig):
         reason = f"np.{step.op_name} has no Spyre mapping ({step.reason})"
     except Unmappable as why:
         reason = str(why)
+    except KeyError as missing:
+        # A value the kernel reads through a loop-IR form the tile planner does not
+        # know (a masked window read of an inlined producer, a reshaped extern
+        # input): the host computes it rather than the planner guessing.
+        reason = f"reads {missing} in a form the Spyre planner does not map yet"
     buffers = [s.buffer for s in step.stores] if isinstance(step, Kernel) else [step.name]
     return HostStep(step.name, buffers, reason)
 
