@@ -5,7 +5,9 @@ Out: an equivalent ``ir.Graph`` in which every op of :data:`DECOMPOSITIONS`
      is replaced by a few primitive nodes (pointwise ops and the reductions
      sum/max/min), so that the scheduler can fuse them with their neighbours:
      ``x.var(axis=1)`` becomes a mean, a subtraction, a square and a sum, and
-     the two row reductions then share one kernel.
+     the two row reductions then share one kernel.  Contractions go the other
+     way, into one large BLAS call: a stacked ``(..., K) @ (K, N)`` and a
+     matmul-shaped ``einsum`` become a 2-D matmul between reshapes.
 
 Each entry builds the replacement with ``graph.call``, so the result gets
 NumPy's own shape and dtype rules; a decomposition whose result does not have
@@ -89,6 +91,39 @@ def _fabs(g: Graph, n: Node) -> Node | None:
     return g.call("absolute", x) if isinstance(x, Node) and x.dtype.kind == "f" else None
 
 
+def _matmul(g: Graph, n: Node) -> Node | None:
+    a, b = n.args[0], n.args[1]
+    if not (isinstance(a, Node) and isinstance(b, Node)) or len(a.shape) <= 2 or len(b.shape) != 2:
+        return None
+    if a.kind == "placeholder":
+        return None  # an input's layout is the caller's: NumPy's own matmul handles any strides
+    # One (M*..., K) @ (K, N) product instead of NumPy's loop of one small
+    # product per leading index (a 1x1 convolution over an NHWC image).
+    rows = g.call("reshape", a, (math.prod(a.shape[:-1]), a.shape[-1]))
+    return g.call("reshape", g.call("matmul", rows, b), n.shape)
+
+
+def _einsum(g: Graph, n: Node) -> Node | None:
+    spec, operands = n.arg("subscripts"), n.arg("operands")
+    if "->" not in spec or "." in spec or len(operands) != 2 or not all(isinstance(o, Node) for o in operands):
+        return None
+    (sa, sb), out = spec.replace(" ", "").split("->")[0].split(","), spec.replace(" ", "").split("->")[1]
+    a, b = operands
+    k = len(set(sa) & set(sb) - set(out))
+    contracted, free_a, free_b = sa[len(sa) - k:], sa[:len(sa) - k], sb[k:]
+    # Only the matmul-shaped contraction: a = (free_a, c), b = (c, free_b), out = (free_a, free_b).
+    if k == 0 or sb[:k] != contracted or out != free_a + free_b or len(set(sa + sb)) != len(free_a + sb):
+        return None
+    m, kk, cols = (math.prod(a.shape[:len(free_a)]), math.prod(a.shape[len(free_a):]), math.prod(b.shape[k:]))
+    if math.prod(b.shape[:k]) != kk:
+        return None
+    # A 3x3 convolution's windows (N, H, W, C, 3, 3) become an im2col matrix
+    # (N*H*W, C*9), gathered by NumPy's reshape, times the (C*9, O) filter.
+    rows = g.call("reshape", a, (m, kk))
+    product = g.call("matmul", rows, g.call("reshape", b, (kk, cols)))
+    return g.call("reshape", product, n.shape)
+
+
 # op name -> rule building the replacement.  Only ops present in the registry
 # ever reach a rule; the others are simply never matched.
 DECOMPOSITIONS: dict[str, Callable[[Graph, Node], Node | None]] = {
@@ -101,6 +136,8 @@ DECOMPOSITIONS: dict[str, Callable[[Graph, Node], Node | None]] = {
     "ptp": _ptp,                                    # ptp(x) = max(x) - min(x)
     "reciprocal": _reciprocal,                      # 1/x, floats only (ints truncate)
     "fabs": _fabs,                                  # fabs(x) = |x|, floats only
+    "matmul": _matmul,                              # (..., K) @ (K, N) = reshape((M, K) @ (K, N))
+    "einsum": _einsum,                              # einsum("mk,kn->mn") = matmul, any ranks of m, k, n
 }
 
 

@@ -223,3 +223,8 @@ def lower(node: ir.Node) -> L.Node:
 
 def numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
+
+
+# Padding, sliding windows and slicing live with the convolution patterns they
+# serve (conv_lowering adds them to LOWERINGS when it is imported).
+from . import conv_lowering  # noqa: E402,F401

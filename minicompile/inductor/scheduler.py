@@ -21,7 +21,9 @@ Fusion happens in two ways.
      expressions are recomputed: re-reading a buffer costs more than a few
      adds, and the buffer's round trip through memory is the bigger cost.
 
-   Reductions and Externs are always realized.
+   Reductions and Externs are always realized.  Inlining into a padded read
+   (:mod:`.conv_lowering`) expands only the value it guards, never the guard,
+   so a matmul's bias and clip can run under a depthwise convolution's mask.
 2. **Loop merging** (horizontal/epilogue/row fusion).  A realized node joins
    the previous kernel instead of starting its own when every value it reads
    from that kernel is the one computed for the same element — decided from
@@ -55,8 +57,13 @@ import numpy as np
 
 from .. import ir, logs
 from . import loop_ir as L
+from .conv_lowering import map_loads_guarded
 from .lowering import TRANSCENDENTAL, lower
 
+# An expensive expression read by several row passes is recomputed in each while
+# it is this short (softmax's exp(x - max)); a longer one (a whole GELU before a
+# layer norm) costs more to recompute per pass than to write once and re-read.
+ROW_RECOMPUTE_OPS = 4
 # Expressions up to this many ops are recomputed rather than stored.
 CHEAP_OPS = 8
 EXPENSIVE = TRANSCENDENTAL | {"floor_divide", "remainder"}
@@ -308,7 +315,7 @@ class _Scheduler:
             origins.extend(names)
             return L.substitute(body, {v: i for v, i in zip(variables, ld.index) if v.size != 1})
 
-        return L.map_loads(value, inline_load), origins
+        return map_loads_guarded(value, inline_load), origins
 
     def _feeds_reduction(self, name: str, depth: int = 3) -> bool:
         """Whether ``name`` is a reduction, or a same-sized pointwise node read by one."""
@@ -334,7 +341,8 @@ class _Scheduler:
         if not expensive and ops <= CHEAP_OPS and not (amplified and divides):
             return True, f"inlined, recomputed: cheap ({ops} ops), {why}"
         cost = "contains a transcendental or division" if expensive or divides else f"{ops} ops"
-        if self.row_fusion and not amplified and any(self._feeds_reduction(c) for c in consumers):
+        if self.row_fusion and not amplified and ops <= ROW_RECOMPUTE_OPS \
+                and any(self._feeds_reduction(c) for c in consumers):
             # Its readers can all run as passes over the same rows (softmax's
             # exp is read by the sum and by the division): recomputing it per
             # pass costs arithmetic, a buffer would cost a write and a re-read.

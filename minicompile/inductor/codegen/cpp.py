@@ -14,6 +14,9 @@ same layouts on every call.  Loop structure:
   one such loop per stage, then its row pass;
 * a reduction over a non-innermost axis (``x.sum(axis=0)``) keeps a block of
   accumulators along the contiguous output axis and streams rows through it;
+* a padded read (``pad_select``) computes its value inside an ``if`` on
+  its guard's bounds; a store that only its own kernel reads, at the same
+  element (a convolution's window sum before its bias), stays a register;
 * each kernel also gets an ``<name>_obj`` entry taking the NumPy arrays
   themselves, which reads their data pointers in C (cheaper than ctypes).
 
@@ -36,6 +39,7 @@ import numpy as np
 from ... import config
 from .. import loop_ir as L
 from ..scheduler import Buffer, Kernel, Schedule
+from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from .cpp_prelude import PRELUDE
 
 # Below this many loop iterations a kernel runs on one thread: forking an
@@ -192,9 +196,10 @@ def render_index(expr: L.Expr) -> str:
 class _KernelWriter:
     """Writes one kernel's C++ function."""
 
-    def __init__(self, kernel: Kernel, buffers: dict[str, Buffer]):
+    def __init__(self, kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str] = frozenset()):
         self.kernel = kernel
         self.buffers = buffers
+        self.internal = internal  # stores only this kernel reads: kept in registers
         self.lines: list[str] = []
         self.depth = 1
         self.memo: dict[L.Value, str] = {}
@@ -236,6 +241,8 @@ class _KernelWriter:
             expr = f"{self.param(v.buffer)}[{self.offset(v.buffer, v.index)}]"
         elif isinstance(v, L.Cast):
             expr = f"({ctype(v.dtype)})({self.compute(v.value)})"
+        elif v.name in MASKED_OPS:
+            expr = self._masked(v)
         else:
             loop_dtype = v.args[-1].dtype
             template = FLOAT32_MATH.get(v.name) if loop_dtype in FLOAT32_KIND else None
@@ -245,6 +252,31 @@ class _KernelWriter:
         name = self.tmp()
         self.line(f"{temp_ctype(v) if isinstance(v, L.Load) else ctype(v.dtype)} {name} = {expr};")
         self.memo[v] = name
+        return name
+
+    def _masked(self, v: L.Op) -> str:
+        """``pad_select``: the fill, or the guarded value computed inside an
+        ``if`` on the guard's bounds, so a padded border never reads memory."""
+        guard, value, fill, shape = masked_parts(v)
+        checks = []
+        for e, n in zip(guard.index, shape):
+            lo, hi = e.bounds()
+            if lo < 0:
+                checks.append(f"{render_index(e)} >= 0")
+            if hi >= n:
+                checks.append(f"{render_index(e)} < {n}")
+        if not checks:
+            return self.value(value)
+        name = self.tmp("m")
+        self.line(f"{ctype(v.dtype)} {name} = {self.value(fill)};")
+        self.line(f"if ({' && '.join(checks)})")
+        self.line("{")
+        self.depth += 1
+        saved = dict(self.memo)
+        self.line(f"{name} = {self.value(value)};")
+        self.memo = saved  # values computed under the condition stay inside it
+        self.depth -= 1
+        self.line("}")
         return name
 
     def compute(self, v: L.Value) -> str:
@@ -324,7 +356,7 @@ class _KernelWriter:
     def _finish(self) -> tuple[str, list[str]]:
         k = self.kernel
         params = [f"const {input_ctype(self.buffers[b].dtype)}* __restrict in_{b}" for b in self.reads]
-        outs = [s.buffer for s in k.stores]
+        outs = [s.buffer for s in k.stores if s.buffer not in self.internal]
         params += [f"{ctype(self.buffers[b].dtype)}* __restrict out_{b}" for b in outs]
         header = f'extern "C" void {k.name}({", ".join(params)})'
         return "\n".join([header, "{"] + self.lines + ["}"]), self.reads + outs
@@ -347,19 +379,29 @@ class _KernelWriter:
         self.memo, self.forwarded = saved_memo, saved_fwd
 
     def _column_reduction(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> bool:
-        """A reduction over a non-innermost axis (``x.sum(axis=0)``): its loads
-        are contiguous along the last output loop and strided along the last
-        reduction loop, so the inner loop must run over outputs, not rows."""
+        """A reduction whose big operands are contiguous along the last output
+        loop rather than the last reduction loop (``x.sum(axis=0)``, or a
+        depthwise convolution's ``x[h + i, w + j, c] * w[c, i, j]`` over
+        ``(i, j)``): the inner loop must run over outputs, not rows.  Operands
+        are weighed by size, so a small filter read across does not decide."""
         k = self.kernel
-        if not (out_vars and red_vars and k.reductions) or k.pointwise or k.row_pointwise or len(k.stages) > 1:
+        if not (out_vars and red_vars and k.reductions) or k.row_pointwise or len(k.stages) > 1:
+            return False
+        if any(s.stage != 0 for s in k.pointwise):
             return False
         x, r = out_vars[-1], red_vars[-1]
-        offsets = [L.linearize(ld.index, self.buffers[ld.buffer].strides)
-                   for s in k.reductions for ld in L.loads(s.body)]
         identity = L.loop_index("x", k.ranges)
-        stores = [L.linearize(identity, self.buffers[s.buffer].strides) for s in k.reductions]
-        return (bool(offsets) and all(o.coeff(x) == 1 for o in offsets + stores)
-                and any(o.coeff(r) != 1 for o in offsets))
+        stores = [L.linearize(identity, self.buffers[s.buffer].strides) for s in k.stores]
+        if not all(o.coeff(x) == 1 for o in stores):
+            return False
+        along_x = along_r = 0
+        for s in k.reductions:
+            for ld in data_loads(s.body):
+                offset = L.linearize(ld.index, self.buffers[ld.buffer].strides)
+                size = self.buffers[ld.buffer].numel
+                along_x += size if offset.coeff(x) == 1 else 0
+                along_r += size if offset.coeff(r) == 1 else 0
+        return along_x > along_r
 
     def _generate_columns(self, out_vars: list[L.Var], red_vars: list[L.Var], big: bool) -> None:
         """Blocks of :data:`COLUMN_BLOCK` outputs, each with an array of
@@ -400,6 +442,7 @@ class _KernelWriter:
         self.close_loops(1)
         self.memo = saved
         self.close_loops(len(red_vars))
+        self.line("#pragma omp simd")
         self.line("for (int64_t i = 0; i < n_b; ++i)")
         self.line("{")
         self.depth += 1
@@ -413,6 +456,8 @@ class _KernelWriter:
             if red.reduction_type == "mean":
                 final = f"{acc}[i] / (double){math.prod(red.reduction_ranges)}"
             self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
+        for store in k.pointwise:  # epilogues (a bias, a clip) at each output
+            self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         self.close_loops(2)
         self.close_loops(len(out_vars) - 1)
 
@@ -463,7 +508,8 @@ class _KernelWriter:
     def _store(self, buffer: str, index: tuple[L.Expr, ...], expr: str, dtype: np.dtype) -> None:
         name = self.tmp("s")
         self.line(f"{ctype(dtype)} {name} = {expr};")
-        self.line(f"out_{buffer}[{self.offset(buffer, index)}] = {name};")
+        if buffer not in self.internal:
+            self.line(f"out_{buffer}[{self.offset(buffer, index)}] = {name};")
         self.forwarded[(buffer, index)] = name
 
 
@@ -475,6 +521,25 @@ def _object_entry(name: str, buffers: list[Buffer], reads: int) -> str:
     return f'extern "C" void {name}_obj({params}) {{ {name}({ptrs}); }}'
 
 
+def _internal_stores(schedule: Schedule, kernel: Kernel) -> frozenset[str]:
+    """Stores of ``kernel`` that nothing else reads — a depthwise convolution's
+    window sum, read only by its own bias-and-clip epilogue at the same element:
+    they need no memory traffic at all (the wrapper's buffer stays untouched)."""
+    seen = {n.name for n in schedule.graph.outputs}
+    seen |= {i.name for v in schedule.views.values() for i in v.inputs}
+    identity = L.loop_index("x", kernel.ranges)
+    for step in schedule.steps:
+        if isinstance(step, L.Extern):
+            seen |= set(step.inputs)
+            continue
+        for store in step.stores:
+            for ld in data_loads(store.body):
+                if step is not kernel or ld.index != identity or store.index is not None:
+                    seen.add(ld.buffer)
+    at_element = [s for s in kernel.reductions + kernel.pointwise if s.index is None]
+    return frozenset(s.buffer for s in at_element if s.buffer not in seen)
+
+
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     """The translation unit for all kernels, and each kernel's pointer arguments."""
     parts = [
@@ -483,9 +548,10 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     ]
     args: dict[str, list[str]] = {}
     for kernel in schedule.kernels:
-        text, params = _KernelWriter(kernel, schedule.buffers).generate()
+        internal = _internal_stores(schedule, kernel)
+        text, params = _KernelWriter(kernel, schedule.buffers, internal).generate()
         parts.append(text)
-        reads = len(params) - len(kernel.stores)
+        reads = len(params) - len(kernel.stores) + len(internal)
         parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads))
         args[kernel.name] = params
     return "\n\n".join(parts) + "\n", args
