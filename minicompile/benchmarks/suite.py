@@ -200,14 +200,17 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
           "runs; kernels: generated/goal; "
           "cold/cached: first call with an empty / a warm disk cache; %copyBW: (inputs+outputs bytes)/time "
           "over the copy bandwidth")
+    from .models import main as model_rows
     from .spyre import main as spyre_rows
     from .training import main as training_rows
 
     training = training_rows(quick)
     print()
+    models = None if quick else model_rows(with_torch=torch_fns is not None)
+    print()
     spyre = spyre_rows()
     with open(json_path, "w") as f:
         json.dump({"copy_bandwidth_Bps": roof, "copy_method": how, "quick": quick, "results": rows,
-                   "training": training, "spyre": spyre}, f, indent=2, default=str)
+                   "training": training, "models": models, "spyre": spyre}, f, indent=2, default=str)
     print(f"results written to {json_path}")
     return 0
