@@ -142,7 +142,7 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line("rk = tl.arange(0, BLOCK_K)")
     w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
     w.line("for k in range(0, K, BLOCK_K):")
-    w.indent += 1
+    w.depth += 1
     a_ptr = f"in_{t.a} + ram[:, None] * {a.strides[0]} + (k + rk)[None, :] * {a.strides[1]}"
     b_ptr = f"in_{t.b} + (k + rk)[:, None] * {b.strides[0]} + rbn[None, :] * {b.strides[1]}"
     if t.k % 64 == 0:
@@ -154,7 +154,7 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
         w.line(f"b = tl.load({b_ptr}, mask=(k + rk)[:, None] < K, other=0.0)")
     precision = f", {DOT_IEEE}" if t.dtype == np.dtype(np.float32) else ""
     w.line(f"acc = tl.dot(a, b, acc{precision})")
-    w.indent -= 1
+    w.depth -= 1
     w.line("x0 = rm[:, None]")
     w.line("x1 = rn[None, :]")
     w.line("xmask = (x0 < M) & (x1 < N)")

@@ -38,8 +38,9 @@ import numpy as np
 
 from ... import config
 from .. import loop_ir as L
-from ..scheduler import Buffer, Kernel, Schedule
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
+from ..scheduler import Buffer, Kernel, Schedule
+from .common import LineWriter
 from .cpp_prelude import PRELUDE
 
 # Below this many loop iterations a kernel runs on one thread: forking an
@@ -193,39 +194,15 @@ def render_index(expr: L.Expr) -> str:
     return expr.render(atom)
 
 
-class _KernelWriter:
+class _KernelWriter(LineWriter):
     """Writes one kernel's C++ function."""
 
+    render_index = staticmethod(render_index)
+
     def __init__(self, kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str] = frozenset()):
+        super().__init__(buffers, kernel.buffers_written)
         self.kernel = kernel
-        self.buffers = buffers
         self.internal = internal  # stores only this kernel reads: kept in registers
-        self.lines: list[str] = []
-        self.depth = 1
-        self.memo: dict[L.Value, str] = {}
-        self.forwarded: dict[tuple[str, tuple], str] = {}
-        self.counter = 0
-        self.written = kernel.buffers_written
-        self.reads: list[str] = []
-
-    # -- small helpers ---------------------------------------------------------
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
-
-    def tmp(self, prefix: str = "t") -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter - 1}"
-
-    def param(self, buffer: str) -> str:
-        if buffer in self.written:
-            return f"out_{buffer}"
-        if buffer not in self.reads:
-            self.reads.append(buffer)
-        return f"in_{buffer}"
-
-    def offset(self, buffer: str, index: tuple[L.Expr, ...]) -> str:
-        return render_index(L.linearize(index, self.buffers[buffer].strides))
 
     # -- values -----------------------------------------------------------------
 

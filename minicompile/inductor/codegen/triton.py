@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import loop_ir as L
 from ..scheduler import Buffer, Kernel, Schedule
+from .common import LineWriter
 
 TL_TYPES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "tl.int1",
@@ -280,7 +281,7 @@ class TritonModule:
     kernels: dict[str, TritonKernel]  # keyed by the schedule step's id()
 
 
-class ValueWriter:
+class ValueWriter(LineWriter):
     """Emits SSA lines for loop-IR values; shared by every kernel shape.
 
     ``loads`` gives each buffer read its pointer parameter; ``mask`` is the
@@ -288,35 +289,18 @@ class ValueWriter:
     already in registers (a reduction result, the matmul accumulator) to its name.
     """
 
+    render_index = staticmethod(render_index)
+
     def __init__(self, buffers: dict[str, Buffer], written: set[str]):
-        self.buffers = buffers
-        self.written = written
-        self.lines: list[str] = []
-        self.indent = 1
-        self.memo: dict[L.Value, str] = {}
-        self.forwarded: dict[tuple[str, tuple], str] = {}
-        self.reads: list[str] = []
-        self.counter = 0
+        super().__init__(buffers, written)
         self.mask = "xmask"
         self.zero_block = "0 * xindex"  # a block of zeros shaped like the stores
         self.block_vars: set[str] = set()  # loop variables that each span only part of the block
 
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.indent + text)
-
     def tmp(self, prefix: str = "tmp") -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter - 1}"
+        return super().tmp(prefix)
 
-    def pointer(self, buffer: str) -> str:
-        if buffer in self.written:
-            return f"out_{buffer}"
-        if buffer not in self.reads:
-            self.reads.append(buffer)
-        return f"in_{buffer}"
-
-    def offset(self, buffer: str, index: tuple[L.Expr, ...]) -> str:
-        return render_index(L.linearize(index, self.buffers[buffer].strides))
+    pointer = LineWriter.param  # Triton passes buffers as pointers
 
     def value(self, v: L.Value) -> str:
         if isinstance(v, L.Constant):
@@ -466,7 +450,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
         for i, (store, red, acc_dtype, init) in enumerate(accs):
             w.line(f"acc{i} = tl.full([XBLOCK, RBLOCK], {init}, {triton_type(acc_dtype)})")
         w.line("for roffset in range(0, rnumel, RBLOCK):")
-        w.indent += 1
+        w.depth += 1
         w.line("rindex = roffset + rbase")
     else:
         w.line("rindex = rbase")
@@ -485,7 +469,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
             tile = f"acc{i}"
         tiles.append(tile)
     if not persistent:
-        w.indent -= 1
+        w.depth -= 1
     w.memo = saved  # values from inside the row loop are out of scope
     w.mask = "xmask"
     identity = L.loop_index("x", kernel.ranges)
