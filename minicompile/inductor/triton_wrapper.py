@@ -19,7 +19,6 @@ when compiling, with its name.
 """
 from __future__ import annotations
 
-import keyword
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from .compile_fx import CompiledGraph
 from .lowering import lower_extern
 from .triton_matmul import MatmulTemplate, fuse_matmul_epilogues
 from .triton_rows import RowGroup, fuse_rows
+from .wrapper import Names, extern_call
 
 
 class TritonCompiledGraph(CompiledGraph):
@@ -74,19 +74,6 @@ def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Sche
     return s.run()
 
 
-class _Names:
-    def __init__(self, reserved: set[str]):
-        self.used = set(reserved) | set(keyword.kwlist)
-
-    def new(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.used:
-            i += 1
-            name = f"{base}_{i}"
-        self.used.add(name)
-        return name
-
-
 class _WrapperWriter:
     def __init__(self, s: scheduler.Schedule, module: tg.TritonModule, on_gpu: bool):
         self.s, self.module, self.on_gpu = s, module, on_gpu
@@ -94,7 +81,7 @@ class _WrapperWriter:
         reserved = {"np", "nan", "inf", "_xp", "_empty"} | {k.name for k in module.kernels.values()}
         reserved |= {f"_op_{n.op.name}" for n in s.graph.calls}
         reserved |= {f"_{short_name(b.dtype)}" for b in s.buffers.values()}
-        self.names = _Names(reserved)
+        self.names = Names(reserved)
         self.var: dict[str, str] = {}
         self.kernel_read = {b for k in module.kernels.values() for b in k.params}
 
@@ -158,15 +145,7 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({', '.join(self.var[b] for b in kernel.params)})")
 
     def _extern(self, ext: L.Extern) -> None:
-        def arg(a: Any) -> str:
-            if isinstance(a, L.BufferRef):
-                return self.array(a.name)
-            if isinstance(a, (tuple, list)):
-                inner = ", ".join(arg(v) for v in a)
-                return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else f"({inner})"
-            return format_value(a)
-
-        call = f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
+        call = extern_call(ext, self.array)
         local = self.names.new(f"buf_{ext.name}")
         self.var[ext.name] = local
         if ext.name in self.kernel_read:

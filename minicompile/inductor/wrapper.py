@@ -43,7 +43,7 @@ def _data_field_is_where_expected() -> bool:
 ARRAYS_BY_OBJECT = _data_field_is_where_expected()
 
 
-class _Names:
+class Names:
     """Wrapper-local variable names: readable, unique, clear of globals."""
 
     def __init__(self, reserved: set[str]):
@@ -56,6 +56,19 @@ class _Names:
             name = f"{base}_{i}"
         self.used.add(name)
         return name
+
+
+def extern_call(ext: L.Extern, array: Callable[[str], str]) -> str:
+    """``_op_<name>(args)``: an Extern's NumPy call, buffers named by ``array``."""
+    def arg(a: Any) -> str:
+        if isinstance(a, L.BufferRef):
+            return array(a.name)
+        if isinstance(a, (tuple, list)):
+            inner = ", ".join(arg(v) for v in a)
+            return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else f"({inner})"
+        return format_value(a)
+
+    return f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
 
 
 def _dtype_global(dtype: np.dtype) -> str:
@@ -72,7 +85,7 @@ class _WrapperWriter:
         reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels}
         reserved |= {f"_op_{n.op.name}" for n in schedule.graph.calls}
         reserved |= {_dtype_global(b.dtype) for b in schedule.buffers.values()}
-        self.names = _Names(reserved)
+        self.names = Names(reserved)
         self.var: dict[str, str] = {}  # buffer/view/input name -> local variable
         self.kernel_read = {b for args in kernel_args.values() for b in args}
 
@@ -150,15 +163,7 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
-        def arg(a: Any) -> str:
-            if isinstance(a, L.BufferRef):
-                return self.array(a.name)
-            if isinstance(a, (tuple, list)):
-                inner = ", ".join(arg(v) for v in a)
-                return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else f"({inner})"
-            return format_value(a)
-
-        call = f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
+        call = extern_call(ext, self.array)
         local = self.names.new(f"buf_{ext.name}")
         self.var[ext.name] = local
         if ext.name in self.kernel_read:
