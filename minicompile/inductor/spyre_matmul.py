@@ -19,9 +19,8 @@ import dataclasses
 import numpy as np
 
 from ..spyre.device import SpyreConfig
-from ..spyre.isa import (Allocator, DmaLoad, DmaStore, DmaWait, Matmul, Program, RingRecv,
-                         RingSend, Tile, VectorBinary, VectorUnary)
-from ..spyre.matmul_plan import MatmulTiling, choose_tiling, working_set
+from ..spyre.isa import Allocator, DmaLoad, DmaStore, DmaWait, Matmul, Program, Tile, VectorUnary
+from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
 from . import loop_ir as L
 from .scheduler import Buffer, Kernel, Schedule
 from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
@@ -151,7 +150,7 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
         out = Tile(acc[j % copies].name, rm, rn)
         emit(Matmul(out, Tile(a[s % copies].name, rm, rk), Tile(b[s % copies].name, rk, rn),
                     accumulate=k0 != ranges[member][0]))
-        if k0 != ranges[member][-1] or not _tree_sum(emit, core, n, member, out, part, t.split_k,
+        if k0 != ranges[member][-1] or not tree_sum(emit, core, n, member, out, part, t.split_k,
                                                      cfg.cores):
             continue
         results = {product: (out, (True, True))}
@@ -174,23 +173,6 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
             stored = True
     if stored:
         emit(DmaWait("out"))
-
-
-def _tree_sum(emit, core, n, member, acc: Tile, part, split_k: int, cores: int) -> bool:
-    """Add the K-split group's partial tiles over the ring; True on the member that stores.
-
-    Round r: the member 2^r above sends its partial sum down and is done."""
-    step = 1
-    while step < split_k:
-        if member % (2 * step) == step:
-            emit(RingSend(acc, (core - step) % cores, f"t{n}r{step}"))
-            return False
-        if member % (2 * step) == 0 and member + step < split_k:
-            got = Tile(part.name, acc.rows, acc.cols)
-            emit(RingRecv(got, (core + step) % cores, f"t{n}r{step}"),
-                 VectorBinary("add", acc, acc, got))
-        step *= 2
-    return True
 
 
 def matmul_cycles_program(M: int, N: int, K: int, cfg: SpyreConfig | None = None,

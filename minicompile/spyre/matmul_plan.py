@@ -184,14 +184,14 @@ def _emit_core(program, core, jobs, tiles, ranges, t, M, N, K, out_dtype, double
         emit(Matmul(out, Tile(a[s % copies].name, rm, rk), Tile(b[s % copies].name, rk, rn),
                     accumulate=k0 != ranges[member][0]))
         if k0 == ranges[member][-1]:
-            if _reduce(emit, core, n, member, out, part, t.split_k, cfg.cores):
+            if tree_sum(emit, core, n, member, out, part, t.split_k, cfg.cores):
                 _store(emit, out, cast, i0, j0)
                 stored = True
     if stored:
         emit(DmaWait("out"))
 
 
-def _reduce(emit, core, n, member, acc: Tile, part, split_k: int, cores: int) -> bool:
+def tree_sum(emit, core, n, member, acc: Tile, part, split_k: int, cores: int) -> bool:
     """Tree-sum the group's partial tiles over the ring; True on the member that stores.
 
     Round r: members whose index has bit r set (and no lower bit) send their
