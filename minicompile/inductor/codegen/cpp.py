@@ -76,6 +76,11 @@ FLOAT32_MATH: dict[str, str] = {
     "tanh": "mc_tanh_f32({0})",
 }
 FLOAT32_KIND = (np.dtype(np.float32), np.dtype(np.float16))
+# float16 loops that differ from float32/float64 ones beyond precision.
+HALF_OPS: dict[str, str] = {
+    "maximum": "mc_maximum_half({0}, {1})",
+    "minimum": "mc_minimum_half({0}, {1})",
+}
 
 
 def _by_kind(**templates: str) -> dict[str, str]:
@@ -223,6 +228,7 @@ class _KernelWriter(LineWriter):
         else:
             loop_dtype = v.args[-1].dtype
             template = FLOAT32_MATH.get(v.name) if loop_dtype in FLOAT32_KIND else None
+            template = HALF_OPS.get(v.name, template) if loop_dtype == HALF else template
             template = template or CPP_OPS[v.name][loop_dtype.kind]
             operands = [self.compute(a) for a in v.args]
             expr = f"({ctype(v.dtype)})({template.format(*operands)})"

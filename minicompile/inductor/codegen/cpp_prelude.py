@@ -186,7 +186,11 @@ static inline float mc_tanh_f32(float xf) {
     return xf != xf ? xf : y;
 }
 
-// np.maximum / np.minimum: a NaN on either side wins.
-template <typename T> static inline T mc_maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
-template <typename T> static inline T mc_minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
+// np.maximum / np.minimum: a NaN on either side wins.  On a tie (0.0 vs -0.0)
+// NumPy's float32/float64 loops return the second operand, its float16 loop
+// the first: the sign of a zero result depends on it.
+template <typename T> static inline T mc_maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> static inline T mc_minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+template <typename T> static inline T mc_maximum_half(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> static inline T mc_minimum_half(T a, T b) { return (a <= b || a != a) ? a : b; }
 """

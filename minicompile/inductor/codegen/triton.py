@@ -80,9 +80,9 @@ TRITON_OPS: dict[str, dict[str, str]] = {
     "absolute": _by_kind(b="{0}", i="tl.where({0} < 0, -{0}, {0})", u="{0}", f="tl.abs({0})"),
     # np.maximum/np.minimum: a NaN on either side wins.
     "maximum": _by_kind(b="{0} | {1}", iu="tl.maximum({0}, {1})",
-                        f="tl.where(({0} >= {1}) | ({0} != {0}), {0}, {1})"),
+                        f="tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})"),  # ties: NumPy keeps the second
     "minimum": _by_kind(b="{0} & {1}", iu="tl.minimum({0}, {1})",
-                        f="tl.where(({0} <= {1}) | ({0} != {0}), {0}, {1})"),
+                        f="tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})"),
     "less": _by_kind(biuf="{0} < {1}"),
     "less_equal": _by_kind(biuf="{0} <= {1}"),
     "greater": _by_kind(biuf="{0} > {1}"),
@@ -104,6 +104,10 @@ TRITON_OPS: dict[str, dict[str, str]] = {
 }
 
 # Float64 has exact '/' and sqrt on the GPU; div_rn/sqrt_rn take float32 only.
+HALF_OPS: dict[str, str] = {  # NumPy's float16 loops keep the first operand on a tie
+    "maximum": "tl.where(({0} >= {1}) | ({0} != {0}), {0}, {1})",
+    "minimum": "tl.where(({0} <= {1}) | ({0} != {0}), {0}, {1})",
+}
 FLOAT64_OPS: dict[str, str] = {"divide": "{0} / {1}", "sqrt": "tl.sqrt({0})"}
 
 PRELUDE = '''\
@@ -345,6 +349,7 @@ class ValueWriter(LineWriter):
             expr = " * ".join([operands[0]] * exponent) if exponent else f"({operands[0]} * 0 + 1)"
         else:
             template = FLOAT64_OPS.get(v.name) if loop_dtype == np.dtype(np.float64) else None
+            template = HALF_OPS.get(v.name, template) if loop_dtype == np.dtype(np.float16) else template
             expr = (template or TRITON_OPS[v.name][loop_dtype.kind]).format(*operands)
         if v.dtype not in NATURAL:
             expr = f"({expr}).to({triton_type(v.dtype)})"
