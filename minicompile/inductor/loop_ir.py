@@ -408,6 +408,13 @@ def cast(value: Value, dtype: np.dtype) -> Value:
 def constant(value: Any, dtype: np.dtype) -> Constant:
     """A graph constant as the loop sees it: rounded to ``dtype`` as NumPy does."""
     dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and type(value) is int:
+        # A Python int the op accepted outside the dtype's range (np.where does)
+        # wraps around as NumPy's conversion does; dtype.type(value) would raise.
+        bits = 8 * dtype.itemsize
+        value %= 1 << bits
+        if dtype.kind == "i" and value >= 1 << (bits - 1):
+            value -= 1 << bits
     with np.errstate(all="ignore"):
         return Constant(dtype.type(value).item(), dtype)
 

@@ -64,6 +64,7 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
             for b in step.inputs:
                 last_read[b] = max(last_read.get(b, -1), last_read[step.name])
     nbytes = {b.name: b.numel * b.dtype.itemsize for b in schedule.buffers.values()}
+    itemsize = {b.name: b.dtype.itemsize for b in schedule.buffers.values()}
     result = MemoryPlan()
     storage: dict[str, str] = {}  # intermediate buffer -> the allocation it lives in
     in_use: set[str] = set()      # allocations holding a live buffer
@@ -74,7 +75,9 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
             if name in pinned:
                 continue
             result.intermediates.append(name)
-            match = next((f for f in free if nbytes[f] == nbytes[name]), None)
+            # Same bytes and same item size: reuse is then a reshape/view that always works
+            # (a dtype-changing view of a 0-d or oddly sized array is refused by NumPy).
+            match = next((f for f in free if nbytes[f] == nbytes[name] and itemsize[f] == itemsize[name]), None)
             if match is not None:
                 free.remove(match)
                 result.reuse[name] = match

@@ -213,3 +213,15 @@ def test_maximum_and_minimum_break_zero_ties_like_numpy(backend, dtype):
     for got, want in zip(mc.compile(f, backend=backend)(a, b), f(a, b)):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
         np.testing.assert_array_equal(got, want)
+
+
+def test_where_with_an_out_of_range_python_int_wraps_like_numpy():
+    import minicompile as mc
+
+    def f(a):
+        return np.where(a < a, a, 3_000_000_000), np.where(a > 0, -5_000_000_000, a)
+
+    a = np.array([4, -1], np.int32)
+    for got, want in zip(mc.compile(f, backend="cpp")(a), f(a)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
