@@ -1,8 +1,19 @@
-"""Test-wide settings: strict mode (internal errors raise) and a private disk cache."""
+"""Test-wide settings: strict mode (internal errors raise), a private disk cache, and
+hypothesis profiles (seeded under CI, exploring locally)."""
 import os
 import tempfile
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests with a fixed seed so a submission's result does not
+# depend on luck; local runs keep exploring new examples (the failing blob is
+# printed, so any counter-example found can be replayed and pinned).
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(
+    os.environ.get("MINICOMPILE_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+)
 
 # Set before minicompile is imported anywhere, so config picks them up.
 os.environ.setdefault("MINICOMPILE_STRICT", "1")
