@@ -19,12 +19,13 @@ import inspect
 import sys
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
 import minicompile as mc
+from dynamo_testing import assert_same
 
 pytestmark = [
     pytest.mark.capture,
@@ -38,33 +39,7 @@ RNG = np.random.default_rng(0)
 # Comparing results
 # ---------------------------------------------------------------------------
 
-TOLERANCE = {  # dtype -> (rtol, atol)
-    np.dtype(np.float16): (1e-3, 1e-3),
-    np.dtype(np.float32): (1e-5, 1e-6),
-    np.dtype(np.float64): (1e-12, 1e-12),
-}
 
-
-def assert_same(actual: Any, expected: Any, where: str = "result") -> None:
-    """Same Python type, and for arrays and NumPy scalars same dtype, shape and values."""
-    assert type(actual) is type(expected), (
-        f"{where}: compiled returned {type(actual).__name__}, eager {type(expected).__name__}"
-    )
-    if isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
-    elif isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-        assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-        if expected.dtype in TOLERANCE:
-            rtol, atol = TOLERANCE[expected.dtype]
-            np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True,
-                                       err_msg=where)
-        else:  # ints and bools: exact
-            np.testing.assert_array_equal(actual, expected, err_msg=where)
-    else:
-        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
 def line_of(fn: Callable, marker: str) -> int:

@@ -16,12 +16,13 @@ import math
 import types
 from collections import namedtuple
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
 import minicompile as mc
+from dynamo_testing import assert_same
 
 pytestmark = pytest.mark.capture
 
@@ -31,26 +32,6 @@ RNG = np.random.default_rng(11)
 def randn(*shape: int, dtype=np.float64) -> np.ndarray:
     return RNG.standard_normal(shape).astype(dtype)
 
-
-def assert_same(actual: Any, expected: Any, where: str = "result") -> None:
-    assert type(actual) is type(expected), (
-        f"{where}: compiled gave {type(actual).__name__}, eager {type(expected).__name__}"
-    )
-    if isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), f"{where}: keys differ"
-        for k in expected:
-            assert_same(actual[k], expected[k], f"{where}[{k!r}]")
-    elif isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-        assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-        rtol = 1e-5 if expected.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol, err_msg=where)
-    else:
-        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
 # ---------------------------------------------------------------------------

@@ -26,13 +26,14 @@ import sys
 import types
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
 import minicompile as mc
 from minicompile.logs import set_logs
+from dynamo_testing import assert_same
 
 pytestmark = pytest.mark.capture
 
@@ -43,28 +44,6 @@ RNG = np.random.default_rng(7)
 # Comparing
 # ---------------------------------------------------------------------------
 
-
-def assert_same(actual: Any, expected: Any, where: str = "result") -> None:
-    """Same Python type; arrays and NumPy scalars also same dtype, shape and values."""
-    assert type(actual) is type(expected), (
-        f"{where}: compiled gave {type(actual).__name__}, eager {type(expected).__name__}"
-    )
-    if isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected), f"{where}: length {len(actual)} != {len(expected)}"
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), f"{where}: keys {list(actual)} != {list(expected)}"
-        for k in expected:
-            assert_same(actual[k], expected[k], f"{where}[{k!r}]")
-    elif isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-        assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, err_msg=where)
-    elif hasattr(expected, "__dict__") and not isinstance(expected, type):
-        assert_same(vars(actual), vars(expected), f"{where}.__dict__")
-    else:
-        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
 def marked_lines(fn: Callable, marker: str = "# BREAK") -> list[int]:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import minicompile as mc
 from minicompile import config
 from minicompile.logs import set_logs
+from dynamo_testing import assert_same
 
 pytestmark = pytest.mark.capture
 
@@ -30,24 +31,6 @@ RNG = np.random.default_rng(1)
 def randn(*shape, dtype=np.float64):
     return RNG.standard_normal(shape).astype(dtype)
 
-
-def assert_same(actual, expected):
-    """Same type; for arrays and NumPy scalars also same dtype, shape and values."""
-    assert type(actual) is type(expected), f"{type(actual).__name__} != {type(expected).__name__}"
-    if isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_same(a, e)
-        return
-    if not isinstance(expected, (np.ndarray, np.generic)):
-        assert actual == expected or (actual != actual and expected != expected)  # NaN == NaN here
-        return
-    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
-    if expected.dtype.kind == "f":
-        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(actual, expected)
 
 
 def scale_shift(x, s):

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import minicompile as mc
+from dynamo_testing import assert_same
 
 pytestmark = pytest.mark.capture
 
@@ -29,25 +30,6 @@ RNG = np.random.default_rng(3)
 def randn(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape)
 
-
-def assert_same(actual: Any, expected: Any, where: str = "value") -> None:
-    """Same type and same state: arrays by dtype/shape/values, objects by their ``__dict__``."""
-    assert type(actual) is type(expected), f"{where}: {type(actual).__name__} != {type(expected).__name__}"
-    if isinstance(expected, (list, tuple)):
-        assert len(actual) == len(expected), f"{where}: {actual!r} != {expected!r}"
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(actual) == list(expected), f"{where}: keys {list(actual)} != {list(expected)}"
-        for k in expected:
-            assert_same(actual[k], expected[k], f"{where}[{k!r}]")
-    elif isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype and actual.shape == expected.shape, where
-        np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12, err_msg=where)
-    elif hasattr(expected, "__dict__") and not isinstance(expected, type):
-        assert_same(vars(actual), vars(expected), f"{where}.__dict__")
-    else:
-        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
 # ---------------------------------------------------------------------------
