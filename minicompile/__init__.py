@@ -10,7 +10,8 @@ from . import ir
 from .aot import Tensor, grad, no_grad, value_and_grad
 from .api import compile, explain, reset
 from .dynamo import ExplainOutput, GraphBreakError
+from .profiler import profile
 
 __all__ = ["compile", "explain", "reset", "GraphBreakError", "ExplainOutput", "ir",
-           "Tensor", "grad", "value_and_grad", "no_grad"]
+           "Tensor", "grad", "value_and_grad", "no_grad", "profile"]
 __version__ = "0.1.0"

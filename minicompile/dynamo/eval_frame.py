@@ -16,6 +16,7 @@ import weakref
 from typing import Any
 
 from .. import config, logs
+from ..profiler import hooks as profiler_hooks
 from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
 
@@ -39,6 +40,8 @@ class OptimizedFunction:
         _ALL.add(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
+            return profiler_hooks.active.call_compiled(self, args, kwargs)
         try:
             L = self._bind(*args, **kwargs)
         except TypeError:
@@ -52,6 +55,16 @@ class OptimizedFunction:
             if hit:
                 return entry.run(L, G, args, kwargs)
         return self._miss(L, G, args, kwargs)
+
+    def lookup(self, L: dict, G: dict) -> CacheEntry | None:
+        """The first cache entry whose guards hold (``__call__`` inlines this loop: hot path)."""
+        for entry in self.cache:
+            try:
+                if entry.guard(L, G):
+                    return entry
+            except Exception:
+                pass
+        return None
 
     def _miss(self, L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
         name = self.fn.__qualname__

@@ -1,0 +1,229 @@
+"""mc.profile(): eager NumPy calls, compiled calls down to kernels, table, trace, plot."""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minicompile as mc
+from minicompile.profiler import hooks
+
+
+def mlp_row(x, w):
+    return np.tanh(x @ w + 1.0).sum(axis=1)
+
+
+def _names(prof, cat):
+    return [e.name for e in prof.events if e.cat == cat]
+
+
+def test_eager_numpy_calls_are_events_with_python_between():
+    x = np.arange(12.0).reshape(3, 4)
+    with mc.profile() as prof:
+        a = np.exp(x)
+        b = a.sum(axis=0)
+        c = np.add.reduce(x)
+        d = np.linalg.norm(x)
+    assert _names(prof, "numpy") == ["np.exp", "ndarray.sum", "np.add.reduce", "np.linalg.norm"]
+    assert "Python (between calls)" in _names(prof, "python")
+    np.testing.assert_array_equal(b, np.exp(x).sum(axis=0))
+    np.testing.assert_array_equal(c, x.sum(axis=0))
+    assert d == np.sqrt((x * x).sum())
+    # host events tile the profile: top-level durations add up to the wall time
+    top = [e for e in prof.events if e.depth == 0 and e.track == 0]
+    assert sum(e.dur_ns for e in top) == prof.total_ns
+
+
+def test_numpy_is_put_back_even_after_an_error():
+    exp, add = np.exp, np.add
+    with pytest.raises(ZeroDivisionError):
+        with mc.profile():
+            assert np.exp is not exp  # recording stand-in
+            assert np.add.nin == 2 and np.add.identity == 0  # the ufunc's own attributes
+            1 / 0
+    assert np.exp is exp and np.add is add and isinstance(np.exp, np.ufunc)
+    assert hooks.active is None and sys.getprofile() is None
+
+
+def test_ufunc_methods_through_the_proxy_keep_their_effect():
+    a, i, j = np.zeros(4), np.arange(2), np.arange(3)
+    with mc.profile() as prof:
+        np.add.at(a, [0, 0, 2], 1.0)
+        outer = np.multiply.outer(i, j)
+    np.testing.assert_array_equal(a, [2.0, 0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(outer, np.outer(np.arange(2), np.arange(3)))
+    assert _names(prof, "numpy") == ["np.add.at", "np.multiply.outer"]
+
+
+def test_nested_profiles_are_refused():
+    with mc.profile():
+        with pytest.raises(RuntimeError, match="already recording"):
+            with mc.profile():
+                pass
+
+
+def test_compiled_call_has_guard_wrapper_kernel_and_extern_events():
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5), np.random.rand(5, 3)
+    f(x, w)
+    compiled = f.cache[0].compiled
+    original = compiled._call
+    with mc.profile() as prof:
+        for _ in range(3):
+            r = f(x, w)
+    np.testing.assert_allclose(r, mlp_row(x, w))
+    assert compiled._call is original  # the instrumented wrapper is gone after the block
+    assert _names(prof, "compiled") == ["mlp_row [cpp]"] * 3
+    assert _names(prof, "guard") == ["guards mlp_row"] * 3
+    assert _names(prof, "kernel") == compiled.kernels * 3
+    assert _names(prof, "extern") == ["np.matmul"] * 3  # BLAS, called by the wrapper
+    assert _names(prof, "numpy") == []  # NumPy inside compiled code is not eager code
+    for e in prof.events:
+        if e.cat in ("kernel", "extern"):
+            assert e.depth == 2  # call > run > kernel
+    for e in prof.events:
+        assert e.self_ns >= 0
+
+
+def test_a_miss_inside_the_profile_compiles_against_the_real_numpy():
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(4, 5), np.random.rand(5, 3)
+    with mc.profile() as prof:
+        r = f(x, w)
+    entry = f.cache[0]
+    assert entry.capture.break_reason is None and entry.compiled is not None
+    assert _names(prof, "compile") == ["compile + first run mlp_row"]
+    np.testing.assert_allclose(r, mlp_row(x, w))
+
+
+def test_an_eager_fallback_entry_shows_its_numpy_calls():
+    def breaks(x):
+        y = np.exp(x)
+        return float(y.sum())  # float() of a traced value: no graph
+
+    f = mc.compile(breaks, backend="cpp")
+    x = np.ones(3)
+    f(x)
+    with mc.profile() as prof:
+        assert f(x) == breaks(x)
+    assert "compiled" in {e.cat for e in prof.events}
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows=st.integers(1, 6), cols=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_profiled_results_equal_eager_numpy(rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, cols))
+    w = rng.standard_normal((cols, 3))
+
+    def program(x, w):
+        h = np.maximum(x @ w, 0.0)
+        return h.sum(axis=0), np.exp(-h).mean()
+
+    f = mc.compile(program, backend="cpp")
+    with mc.profile() as prof:
+        got = f(x, w)
+        eager = program(x, w)
+        again = f(x, w)
+    for a, b, c in zip(got, eager, again):
+        np.testing.assert_allclose(a, b)
+        np.testing.assert_allclose(c, b)
+        assert np.asarray(a).dtype == np.asarray(b).dtype and np.shape(a) == np.shape(b)
+    assert "np.maximum" in _names(prof, "numpy")  # the eager run, recorded
+    assert len(_names(prof, "compiled")) == 2
+
+
+def test_table_summarizes_by_name():
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5), np.random.rand(5, 3)
+    f(x, w)
+    with mc.profile() as prof:
+        f(x, w)
+        f(x, w)
+        np.exp(x)
+    text = prof.table()
+    assert "Name" in text and "Self %" in text and "# Calls" in text
+    row = next(line for line in text.splitlines() if line.startswith("mlp_row [cpp]"))
+    assert row.split()[-1] == "2"
+    assert "np.exp" in text
+    by_calls = prof.table(sort_by="calls", row_limit=1)
+    assert "more rows" in by_calls
+    with pytest.raises(ValueError, match="sort_by"):
+        prof.table(sort_by="bogus")
+
+
+def test_chrome_trace_is_valid_trace_event_json(tmp_path):
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5), np.random.rand(5, 3)
+    f(x, w)
+    with mc.profile() as prof:
+        f(x, w)
+        np.exp(x)
+    path = prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    data = json.loads(open(path).read())
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert {e["cat"] for e in spans} >= {"compiled", "guard", "wrapper", "kernel", "numpy", "python"}
+    assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in spans)
+    call = next(e for e in spans if e["cat"] == "compiled")
+    kernel = next(e for e in spans if e["cat"] == "kernel")
+    assert call["ts"] <= kernel["ts"] and kernel["ts"] + kernel["dur"] <= call["ts"] + call["dur"] + 1e-3
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    with mc.profile() as prof:
+        np.exp(np.ones(3))
+    path = prof.plot(str(tmp_path / "timeline.png"))
+    assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with mc.profile() as prof:
+        pass
+    with pytest.raises(ImportError, match=r"minicompile\[plot\]"):
+        prof.plot(str(tmp_path / "timeline.png"))
+
+
+def test_training_forward_and_backward_kernels_are_recorded():
+    def loss(x, w):
+        return (np.tanh(x @ w) ** 2).sum()
+
+    f = mc.compile(loss, backend="cpp")
+    x = np.random.rand(4, 3)
+    w = mc.Tensor(np.random.rand(3, 2), requires_grad=True)
+    f(x, w).backward()
+    with mc.profile(record_numpy=False) as prof:
+        out = f(x, w)
+        out.backward()
+    aot = f.cache[0].compiled
+    assert set(aot.forward.kernels) <= set(_names(prof, "kernel"))
+    assert set(aot._backward.kernels) <= set(_names(prof, "kernel"))
+    assert _names(prof, "numpy") == []
+
+
+def test_spyre_programs_are_on_their_own_track():
+    f = mc.compile(lambda x: np.exp(x * 2.0).sum(axis=1), backend="spyre")
+    x = np.random.rand(16, 8).astype(np.float32)
+    f(x)
+    with mc.profile() as prof:
+        f(x)
+    programs = [e for e in prof.events if e.cat == "spyre"]
+    report = f.cache[0].compiled.report
+    assert [e.name for e in programs] == [name for name, _ in report.steps]
+    assert all(e.track == 1 and e.args["cycles"] > 0 for e in programs)
+
+
+def test_triton_kernels_are_events():
+    pytest.importorskip("triton")
+    f = mc.compile(lambda x: np.exp(x * 2.0).sum(axis=1), backend="triton")
+    x = np.random.rand(16, 8).astype(np.float32)
+    f(x)
+    with mc.profile() as prof:
+        r = f(x)
+    np.testing.assert_allclose(r, np.exp(x * 2.0).sum(axis=1), rtol=1e-5)
+    assert _names(prof, "kernel") == f.cache[0].compiled.kernels
