@@ -82,10 +82,17 @@ def compile(
 ) -> Any:
     """Compile ``fn``; usable as ``@compile``, ``@compile(...)`` or ``compile(fn, ...)``.
 
-    ``dynamic`` and ``options`` are accepted for torch.compile compatibility;
-    shapes are always specialized for now.
+    ``dynamic`` is accepted for torch.compile compatibility; shapes are always
+    specialized for now.  ``options={"freezing": True}`` treats read-only input
+    arrays as constants: batch norm is folded into frozen weights and what they
+    alone determine is computed once (:mod:`minicompile.ir.freezing`).
     """
     backend_fn, name = lookup_backend(backend)
+    options = dict(options or {})
+    if options.pop("freezing", False):
+        from .ir.freezing import freezing_backend
+
+        backend_fn = freezing_backend(backend_fn)
     if options:
         raise ValueError(f"minicompile.compile: unknown options {sorted(options)}")
 

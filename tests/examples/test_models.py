@@ -47,3 +47,26 @@ def test_mobilenet_v2_inference(backend):
     assert explanation.graph_count == 1 and explanation.graph_break_count == 0
     result = mc.compile(mobilenet_v2.forward, backend=backend)(params, images)
     np.testing.assert_allclose(result, expected, rtol=1e-3, atol=1e-3 * np.abs(expected).max())
+
+
+def test_mobilenet_v2_unfolded_batch_norm_compiles_to_the_folded_kernels():
+    from minicompile.inductor.compile_fx import compile_graph
+
+    images = mobilenet_v2.example_images(1, 32)
+    kept = mobilenet_v2.freeze(mobilenet_v2.init_params(batch_norm=True))
+    folded = mobilenet_v2.fold_batch_norm(kept)
+    expected = mobilenet_v2.forward(kept, images)
+    np.testing.assert_allclose(mobilenet_v2.forward(folded, images), expected, rtol=1e-4, atol=1e-4)
+    compiled = {}
+
+    def recording(name):
+        def backend(graph, example_inputs):
+            compiled[name] = compile_graph(graph, example_inputs)
+            return compiled[name]
+        return backend
+
+    got = mc.compile(mobilenet_v2.forward, backend=recording("unfolded"), options={"freezing": True})(kept, images)
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3 * np.abs(expected).max())
+    mc.compile(mobilenet_v2.forward, backend=recording("folded"))(folded, images)
+    assert len(compiled["unfolded"].kernels) == len(compiled["folded"].kernels)
+    assert "sqrt" not in [n.op.name for n in compiled["unfolded"].graph.calls]
