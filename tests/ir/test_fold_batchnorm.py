@@ -248,3 +248,17 @@ def test_kernel_count_of_unfolded_batch_norm_equals_folded():
     np.testing.assert_allclose(got, unfolded_model(x, w, conv_b, g, b, m, v), rtol=1e-4, atol=1e-5)
     mc.compile(unfolded_model, backend=counting)(x, w, conv_b, g, b, m, v)
     assert kernels[0] == kernels[1] < kernels[2]
+
+
+def test_folded_values_are_computed_once_while_the_weights_stay_frozen(monkeypatch):
+    from minicompile.ir import freezing
+    calls = []
+    original = freezing.FrozenGraph.constants
+    monkeypatch.setattr(freezing.FrozenGraph, "constants", lambda self, inputs: calls.append(1) or original(self, inputs))
+    model = make_model("dense", "bn_textbook", False)
+    x, *params = make_arrays(np.random.default_rng(8), "dense", 4, 3, 2, np.float32)
+    frozen(*params)
+    compiled = mc.compile(model, backend="eager", options={"freezing": True})
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x, *params), model(x, *params), rtol=1e-5, atol=1e-5)
+    assert len(calls) == 1
