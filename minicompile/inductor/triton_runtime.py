@@ -6,9 +6,10 @@ Out: :func:`load` returns the imported module; :class:`Launcher` calls one of
      its kernels on arrays, picking launch settings by timing them on the GPU
      (:func:`autotune`) and remembering the winner on disk.
 
-Triton launches a kernel on any object with ``data_ptr()`` and a ``dtype``;
+Triton compiles a kernel for any object with ``data_ptr()`` and a ``dtype``;
 minicompile never needs torch.  A CuPy array is wrapped in
-:class:`DevicePointer`.  A NumPy array is wrapped in :class:`HostPointer`,
+:class:`DevicePointer` to compile; launches pass its address as an ``int``.
+A NumPy array is wrapped in :class:`HostPointer`,
 whose ``cpu``/``untyped_storage``/``copy_``... are identities: the interpreter
 "copies device tensors to the host" through them, and for a host array that is
 the array itself, so kernels read and write NumPy memory in place.
@@ -29,7 +30,7 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -152,9 +153,16 @@ def grid_size(kernel: TritonKernel, cfg: dict[str, int]) -> int:
 class Launcher:
     """Calls one kernel on arrays: ``launcher(*arrays)`` in ``kernel.params`` order.
 
-    On the GPU the first call times every candidate config (when there is more
-    than one and no remembered choice) and keeps the fastest; in the
-    interpreter the first config is used.
+    In the interpreter every call goes through ``JITFunction.__call__``.  On
+    the GPU the first call times every candidate config (when there is more
+    than one and no remembered choice) and keeps the fastest.  From then on
+    Triton's own launch path — re-binding the arguments, computing their
+    specialization, looking the kernel up, building launch metadata — is
+    skipped: the kernel is compiled once per specialization key and run by its
+    low-level launcher (:func:`~.triton_versions.low_level_launch`) on CuPy's
+    current stream, and after a first call on 16-byte aligned arrays
+    :attr:`fast` is a generated function that does only what depends on the
+    arrays: read their addresses, check their alignment, launch.
     """
 
     def __init__(self, kernel: TritonKernel, fn: Any, on_gpu: bool):
@@ -162,21 +170,68 @@ class Launcher:
         self.fn = fn
         self.on_gpu = on_gpu
         self.config: dict[str, int] | None = None if on_gpu else kernel.configs[0]
-        self.wrap = DevicePointer if on_gpu else HostPointer
-
-    def launch(self, cfg: dict[str, int], pointers: list) -> None:
-        if self.on_gpu:
-            self.fn[(grid_size(self.kernel, cfg),)](*pointers, **cfg)
-            return
-        # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
-        with np.errstate(all="ignore"):
-            self.fn[(grid_size(self.kernel, cfg),)](*pointers, **cfg)
+        # (config, specialization key) -> the compiled kernel's launch function
+        self.compiled: dict[tuple, Callable[..., None]] = {}
+        self.fast: Callable[..., None] | None = None
 
     def __call__(self, *arrays: Any) -> None:
-        pointers = [self.wrap(a) for a in arrays]
+        fast = self.fast
+        if fast is not None:
+            return fast(*arrays)
         if self.config is None:
-            self.config = autotune(self, pointers)
-        self.launch(self.config, pointers)
+            self.config = autotune(self, arrays)
+        self.launch(self.config, arrays)
+        if self.on_gpu and not triton_versions.launch_hooks_active():
+            self.fast = self.fast_path(self.config, arrays)
+        return None
+
+    def constexprs(self, cfg: dict[str, int]) -> list[int]:
+        """The block sizes, which follow the buffers in every generated signature."""
+        return [cfg[name] for name in self.fn.arg_names[len(self.kernel.params):]]
+
+    def launch(self, cfg: dict[str, int], arrays: tuple) -> None:
+        grid = grid_size(self.kernel, cfg)
+        if not self.on_gpu:
+            # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
+            with np.errstate(all="ignore"):
+                self.fn[(grid,)](*[HostPointer(a) for a in arrays], **cfg)
+            return
+        if triton_versions.launch_hooks_active():  # a profiler listens: Triton's own path
+            self.fn[(grid,)](*[DevicePointer(a) for a in arrays], **cfg)
+            return
+        pointers = [a.data.ptr for a in arrays]
+        run = self.compiled_launch(cfg, arrays, pointers)
+        run(grid, cupy_module().cuda.get_current_stream().ptr, *pointers, *self.constexprs(cfg))
+
+    def compiled_launch(self, cfg: dict[str, int], arrays: tuple, pointers: list[int]) -> Callable[..., None]:
+        key = (tuple(cfg.items()), triton_versions.specialization_key(tuple(pointers)))
+        run = self.compiled.get(key)
+        if run is None:
+            grid = (grid_size(self.kernel, cfg),)
+            kernel = triton_versions.compile_only(self.fn, [DevicePointer(a) for a in arrays], grid, cfg)
+            run = self.compiled[key] = triton_versions.low_level_launch(kernel)
+        return run
+
+    def fast_path(self, cfg: dict[str, int], arrays: tuple) -> Callable[..., None] | None:
+        """``fast(*arrays)`` for arrays laid out like ``arrays`` (all 16-byte aligned), or None."""
+        pointers = [a.data.ptr for a in arrays]
+        if any(p % 16 for p in pointers):
+            return None  # compiled for unaligned pointers: every call takes the general path
+        run = self.compiled_launch(cfg, arrays, pointers)
+        names = [f"a{i}" for i in range(len(arrays))]
+        addresses = [f"p{i}" for i in range(len(arrays))]
+        consts = "".join(f", {c}" for c in self.constexprs(cfg))
+        lines = [f"def fast({', '.join(names)}):"]
+        lines += [f"    {p} = {a}.data.ptr" for a, p in zip(names, addresses)]
+        lines += [f"    if ({' | '.join(addresses)}) & 15:  # compiled for 16-byte aligned pointers",
+                  f"        return slow(({', '.join(names)},))",
+                  f"    run({grid_size(self.kernel, cfg)}, current_stream().ptr, {', '.join(addresses)}{consts})"]
+        namespace = {"run": run, "current_stream": cupy_module().cuda.get_current_stream,
+                     "slow": lambda arrays: self.launch(cfg, arrays)}
+        exec(compile("\n".join(lines), f"<minicompile launch {self.kernel.name}>", "exec"), namespace)
+        fast = namespace["fast"]
+        fast.source = "\n".join(lines)
+        return fast
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +270,7 @@ def _cache_file(kernel: TritonKernel) -> Path:
     return Path(config.cache_dir) / "triton_autotune" / f"{kernel.name}-{key}.json"
 
 
-def autotune(launcher: Launcher, pointers: list) -> dict[str, int]:
+def autotune(launcher: Launcher, arrays: tuple) -> dict[str, int]:
     """The fastest of ``kernel.configs`` on these arrays (kernels only write their outputs)."""
     kernel = launcher.kernel
     if len(kernel.configs) == 1:
@@ -229,7 +284,7 @@ def autotune(launcher: Launcher, pointers: list) -> dict[str, int]:
     timings = []
     for cfg in kernel.configs:
         try:
-            ms = gpu_time_ms(lambda: launcher.launch(cfg, pointers))
+            ms = gpu_time_ms(lambda: launcher.launch(cfg, arrays))
         except Exception as why:  # out of shared memory or registers: not a candidate
             timings.append({"config": cfg, "ms": None, "error": type(why).__name__})
             continue

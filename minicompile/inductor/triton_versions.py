@@ -22,6 +22,20 @@ feature                     since    why it matters here
                                      3.0 the spelling was ``allow_tf32=False``
 ==========================  =======  =============================================
 
+Launching without ``JITFunction.__call__``: :func:`compile_only` compiles a
+kernel for given arguments without running it, :func:`low_level_launch` returns
+the compiled kernel's own launcher with everything that does not depend on the
+arguments bound in.  ``CompiledKernel.run(gridX, gridY, gridZ, stream,
+function, packed_metadata, launch_metadata, enter_hook, exit_hook, *args)`` is
+the same in 3.6 and 3.9; below it, 3.6's generated C launcher takes
+``(grid, stream, function, cooperative, pdl, global_scratch, profile_scratch,
+packed_metadata, launch_metadata, enter_hook, exit_hook, *args)`` and later
+versions one generic launcher with the arguments as a tuple, so only 3.6 is
+called at that level.  Every version's C launcher takes a pointer argument as a
+plain ``int`` (it then skips the ``data_ptr()`` call and the driver's pointer
+check).  Triton specializes a pointer on 16-byte alignment and an integer on
+being 1 or a multiple of 16 (:func:`specialization_key`).
+
 Version-independent facts the code relies on: ``TRITON_INTERPRET=1`` is read
 when a kernel is decorated (so each module is loaded with it set or unset);
 ``triton.language.extra.libdevice`` is empty in the interpreter (tanh is
@@ -32,6 +46,7 @@ times with CUDA events through CuPy instead).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, Callable
 
 import numpy as np
 
@@ -75,3 +90,56 @@ def patch_interpreter() -> None:
 
     patched.squeezes_index = True
     interpreter._patch_lang_tensor = patched
+
+
+# ---------------------------------------------------------------------------
+# Launching a compiled kernel directly
+# ---------------------------------------------------------------------------
+
+
+def specialization_key(pointers: tuple[int, ...], ints: tuple[int, ...] = ()) -> tuple:
+    """What Triton specializes a kernel on: each pointer's 16-byte alignment
+    ("D" or None), each integer argument being 1 ("1"), a multiple of 16 ("D")
+    or neither (None).  Two calls with equal keys run the same compiled kernel."""
+    return (tuple("D" if p % 16 == 0 else None for p in pointers)
+            + tuple("1" if i == 1 else ("D" if i % 16 == 0 else None) for i in ints))
+
+
+def compile_only(fn: Any, args: list, grid: tuple, options: dict[str, int]) -> Any:
+    """The compiled kernel of ``fn`` for these arguments (objects with
+    ``data_ptr()`` and ``dtype``), from Triton's cache or compiled now, not run."""
+    kernel = fn.warmup(*args, grid=grid, **options)
+    if hasattr(kernel, "result"):  # an asynchronous compile hands back a future
+        kernel = kernel.result()
+    return kernel
+
+
+def launch_hooks_active() -> bool:
+    """Whether a profiler registered Triton launch hooks (they need the slow path)."""
+    from triton import knobs
+
+    hook = knobs.runtime.launch_enter_hook
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def low_level_launch(kernel: Any) -> Callable[..., None]:
+    """``launch(grid, stream, *args)``: run the compiled ``kernel`` on ``grid``
+    programs, ``args`` in the kernel's parameter order (constexprs included).
+
+    Loads the binary first, so a kernel that needs more shared memory or
+    threads than the device has raises Triton's ``OutOfResources`` here."""
+    run = kernel.run  # a property: loads the module, checks resources
+    function, packed = kernel.function, kernel.packed_metadata
+    c_launch = getattr(run, "launch", None)
+    direct = (version() == (3, 6) and c_launch is not None
+              and not run.global_scratch_size and not run.profile_scratch_size
+              and not getattr(kernel.metadata, "tensordesc_meta", None))
+    if direct:
+        cooperative, pdl = run.launch_cooperative_grid, run.launch_pdl
+
+        def launch(grid: int, stream: int, *args: Any) -> None:
+            c_launch(grid, 1, 1, stream, function, cooperative, pdl, None, None, packed, None, None, None, *args)
+    else:
+        def launch(grid: int, stream: int, *args: Any) -> None:
+            run(grid, 1, 1, stream, function, packed, None, None, None, *args)
+    return launch

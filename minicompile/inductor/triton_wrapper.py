@@ -183,16 +183,18 @@ def compile_graph(graph: ir.Graph, example_inputs: list) -> TritonCompiledGraph:
         namespace[f"_{short_name(buf.dtype)}"] = buf.dtype
     for node in sched.graph.calls:
         namespace[f"_op_{node.op.name}"] = node.op.impl
+    launchers: dict[str, triton_runtime.Launcher] = {}
     if module.kernels:
         loaded = triton_runtime.load(module.source, interpret=not on_gpu)
         for k in module.kernels.values():
-            namespace[k.name] = triton_runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
+            namespace[k.name] = launchers[k.name] = triton_runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
     exec(compile(wrapper_source, "<minicompile triton wrapper>", "exec"), namespace)
     names = [k.name for k in module.kernels.values()]
     kernel_source = module.source if module.kernels else ""
     compiled = TritonCompiledGraph(graph, namespace["call"], names, kernel_source, wrapper_source, [], _describe(sched, module))
     compiled.device = "cuda" if on_gpu else "interpreter"
     compiled.module = module
+    compiled.launchers = launchers
     return compiled
 
 

@@ -336,3 +336,11 @@ def test_matmul_template_with_epilogues(m: int, n: int, k: int, dtype, epilogue:
     expected, actual, compiled = _run_both(g, inputs)
     assert_same(expected, actual, f"\n{g}\n{compiled}")
     assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("triton_tem_fused_matmul")
+
+
+def test_specialization_key_is_tritons_alignment_and_one_classes():
+    key = triton_versions.specialization_key
+    assert key((0x7F0000000000, 0x7F0000000010)) == ("D", "D")
+    assert key((0x7F0000000004, 0x7F0000000010)) == (None, "D")
+    assert key((64,), (1, 32, 7)) == ("D", "1", "D", None)
+    assert key((1,)) == (None,)  # a pointer is never specialized on being 1

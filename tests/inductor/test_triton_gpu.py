@@ -117,3 +117,46 @@ def test_autotune_result_cached_on_disk(tmp_path, monkeypatch):
     assert files, "no autotune record written"
     record = json.loads(files[0].read_text())
     assert record["best"] in [t["config"] for t in record["timings"]]
+
+
+def _launcher(fn):
+    compiled = fn.cache[0].compiled
+    (launcher,) = compiled.launchers.values()
+    return launcher
+
+
+def test_direct_launch_after_the_first_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    fn = mc.compile(lambda x: x * 2.0 + 1.0, backend="triton")
+    x = cp.arange(1000, dtype=cp.float32)
+    cp.testing.assert_array_equal(fn(x), x * 2.0 + 1.0)
+    launcher = _launcher(fn)
+    assert launcher.fast is not None and "p0 = a0.data.ptr" in launcher.fast.source
+    for n in (1, 7, 1000):  # later calls go through the generated function
+        y = cp.full(1000, n, dtype=cp.float32)
+        cp.testing.assert_array_equal(fn(y), y * 2.0 + 1.0)
+
+
+def test_misaligned_view_gets_its_own_specialization(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    fn = mc.compile(lambda x: x + 1.0, backend="triton")
+    base = cp.arange(1025, dtype=cp.float32)
+    aligned, shifted = base[:1024], base[1:]  # same shape and strides: the same guards hold
+    cp.testing.assert_array_equal(fn(aligned), aligned + 1.0)
+    cp.testing.assert_array_equal(fn(shifted), shifted + 1.0)  # 4 bytes off 16-byte alignment
+    cp.testing.assert_array_equal(fn(aligned), aligned + 1.0)
+    keys = {key for _, key in _launcher(fn).compiled}
+    assert keys == {("D", "D"), (None, "D")}
+
+
+def test_kernels_run_on_the_current_cupy_stream(tmp_path, monkeypatch):
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    fn = mc.compile(gelu, backend="triton")
+    x = cp.asarray(_f32(512, 256))
+    fn(x)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x2 = cp.asarray(_f32(512, 256))
+        got = fn(x2)
+    stream.synchronize()
+    np.testing.assert_allclose(cp.asnumpy(got), gelu(cp.asnumpy(x2)), rtol=1e-5, atol=1e-5)
