@@ -2,8 +2,8 @@
 
 In:  a :class:`~.scheduler.Schedule` in which every matmul is an Extern (the
      scheduler does not know templates).
-Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D float16
-     or float32 matmul is a :class:`MatmulTemplate` step, together with the
+Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D or
+     batched (3-D) float16 or float32 matmul is a :class:`MatmulTemplate` step, together with the
      pointwise kernel right after it when that kernel reads the product only
      at its own element — so ``gelu(x @ w + b)`` is one kernel: the bias, the
      activation, a residual add or a scale run on the accumulator tile in
@@ -14,6 +14,11 @@ The template is the classic tiled ``tl.dot`` loop: one ``[BLOCK_M, BLOCK_N]``
 tile of the output per program, ``GROUP_M`` rows of tiles launched together so
 that they share columns of ``B`` in L2, float32 accumulation, and
 ``input_precision="ieee"`` for float32 inputs (TF32 would not match NumPy).
+A batched matmul (``[B, M, K] @ [B, K, N]``, either side possibly 2-D or of
+batch 1 and broadcast as ``np.matmul`` does) is the same loop with the batch
+in the program id: programs ``b * tiles .. (b + 1) * tiles - 1`` compute
+matrix ``b``, and an operand that is broadcast over the batch has batch
+stride 0.
 """
 from __future__ import annotations
 
@@ -34,7 +39,9 @@ class MatmulTemplate:
     """``out = a @ b`` (``a``: M x K, ``b``: K x N) followed by ``epilogue``'s stores.
 
     ``store_product`` is set when the product itself is needed as an array (a
-    graph output, an Extern's input, read by a later kernel)."""
+    graph output, an Extern's input, read by a later kernel).  ``batch`` is
+    None for a 2-D product, else the number of matrices of a ``[batch, M, N]``
+    output (``a`` and ``b`` are 2-D or 3-D, a batch of 1 broadcasts)."""
 
     name: str  # the matmul node
     a: str
@@ -46,6 +53,11 @@ class MatmulTemplate:
     epilogue: Kernel | None
     store_product: bool
     origins: list[str] = field(default_factory=list)
+    batch: int | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.m, self.n) if self.batch is None else (self.batch, self.m, self.n)
 
     @property
     def stores(self) -> list[str]:
@@ -54,14 +66,16 @@ class MatmulTemplate:
 
 
 def _template_for(ext: L.Extern, buffers: dict[str, Buffer]) -> tuple[str, str] | None:
-    """(a, b) when ``ext`` is a 2-D matmul of two same-dtype float16/float32 buffers."""
-    if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) != 2:
+    """(a, b) when ``ext`` is a 2-D or batched 3-D matmul of two same-dtype
+    float16/float32 buffers, each 2-D or 3-D."""
+    if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) not in (2, 3):
         return None
     refs = ext.args
     if not all(isinstance(r, L.BufferRef) and r.name in buffers for r in refs):
         return None  # a view operand: NumPy hands it to BLAS, we keep the Extern
     a, b = (buffers[r.name] for r in refs)
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != b.dtype or a.dtype not in MATMUL_DTYPES:
+    if len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3) or a.dtype != b.dtype \
+            or a.dtype not in MATMUL_DTYPES:
         return None
     if ext.dtype != a.dtype or 0 in a.shape or 0 in b.shape:
         return None
@@ -106,10 +120,11 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
         later = steps[i + (2 if epilogue else 1):]
         needed = (step.name in outputs or step.name in view_bases
                   or any(step.name in _reads(s) for s in later))
-        (m, k), n = schedule.buffers[operands[0]].shape, step.shape[1]
+        (m, n), k = step.shape[-2:], schedule.buffers[operands[0]].shape[-1]
+        batch = step.shape[0] if len(step.shape) == 3 else None
         origins = [step.name] + (list(epilogue.origins) if epilogue else [])
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
-                                  needed or epilogue is None, list(dict.fromkeys(origins))))
+                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch))
         i += 2 if epilogue else 1
     buffers = dict(schedule.buffers)
     for s in out:
@@ -124,11 +139,15 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w = tg.ValueWriter(buffers, set(outs))
     a, b = buffers[t.a], buffers[t.b]
     w.pointer(t.a), w.pointer(t.b)
-    big = max(t.m * t.k, t.k * t.n, t.m * t.n) >= 2**31
+    big = max(a.numel, b.numel, t.m * t.n * (t.batch or 1)) >= 2**31
     pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
     w.line(f"M, N, K = {t.m}, {t.n}, {t.k}")
     w.line(f"pid = {pid}")
     w.line("tiles_m, tiles_n = (M + BLOCK_M - 1) // BLOCK_M, (N + BLOCK_N - 1) // BLOCK_N")
+    if t.batch is not None:
+        w.line("# Each matrix of the batch is tiles_m * tiles_n programs.")
+        w.line("batch = pid // (tiles_m * tiles_n)")
+        w.line("pid = pid % (tiles_m * tiles_n)")
     w.line("# GROUP_M rows of tiles run together and share B's columns in L2.")
     w.line("group = pid // (GROUP_M * tiles_n)")
     w.line("group_rows = tl.minimum(tiles_m - group * GROUP_M, GROUP_M)")
@@ -143,8 +162,8 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
     w.line("for k in range(0, K, BLOCK_K):")
     w.depth += 1
-    a_ptr = f"in_{t.a} + ram[:, None] * {a.strides[0]} + (k + rk)[None, :] * {a.strides[1]}"
-    b_ptr = f"in_{t.b} + (k + rk)[:, None] * {b.strides[0]} + rbn[None, :] * {b.strides[1]}"
+    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {a.strides[-2]} + (k + rk)[None, :] * {a.strides[-1]}"
+    b_ptr = f"in_{t.b} + {_batch_offset(b)}(k + rk)[:, None] * {b.strides[-2]} + rbn[None, :] * {b.strides[-1]}"
     if t.k % 64 == 0:
         # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
         w.line(f"a = tl.load({a_ptr})")
@@ -155,13 +174,18 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     precision = f", {DOT_IEEE}" if t.dtype == np.dtype(np.float32) else ""
     w.line(f"acc = tl.dot(a, b, acc{precision})")
     w.depth -= 1
-    w.line("x0 = rm[:, None]")
-    w.line("x1 = rn[None, :]")
-    w.line("xmask = (x0 < M) & (x1 < N)")
-    w.zero_block, w.block_vars = "0 * (x0 + x1)", {"x0", "x1"}
+    # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, x1, x2)
+    # = (matrix, row, column), the matrix index spread over the whole tile.
+    row, col = ("x0", "x1") if t.batch is None else ("x1", "x2")
+    w.line(f"{row} = rm[:, None]")
+    w.line(f"{col} = rn[None, :]")
+    w.line(f"xmask = ({row} < M) & ({col} < N)")
+    w.zero_block, w.block_vars = f"0 * ({row} + {col})", {row, col}
+    if t.batch is not None:
+        w.line(f"x0 = batch + {w.zero_block}")
     product = "product"
     w.line(f"{product} = acc.to({tg.triton_type(t.dtype)})  # rounded as NumPy rounds its result")
-    identity = L.loop_index("x", (t.m, t.n))
+    identity = L.loop_index("x", t.shape)
     w.forwarded[(t.name, identity)] = product
     shape = "[BLOCK_M, BLOCK_N]"
     if t.store_product:
@@ -171,8 +195,15 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
             w.store(store.buffer, identity, store.body, shape, "xmask")
     header, params = tg.signature(name, w, outs, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"])
     configs = _configs(t)
-    return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, t.n), configs,
+    return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, t.n, t.batch or 1), configs,
                            "\n".join([header] + w.lines), outs)
+
+
+def _batch_offset(operand: Buffer) -> str:
+    """``batch * stride + `` for a 3-D operand; nothing for one broadcast over the batch."""
+    if len(operand.shape) == 3 and operand.shape[0] != 1:
+        return f"batch * {operand.strides[0]} + "
+    return ""
 
 
 def _configs(t: MatmulTemplate) -> list[dict[str, int]]:

@@ -146,8 +146,8 @@ def grid_size(kernel: TritonKernel, cfg: dict[str, int]) -> int:
     if kernel.grid[0] == "flat":
         _, numel, block = kernel.grid
         return max(1, -(-numel // cfg[block]))
-    _, m, n = kernel.grid
-    return -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
+    _, m, n, batch = kernel.grid
+    return -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * batch
 
 
 class Launcher:

@@ -203,7 +203,7 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
     for step in s.steps:
         k = module.kernels.get(id(step))
         if isinstance(step, MatmulTemplate):
-            lines.append(f"{k.name}  template matmul [{step.m}, {step.n}] x [{step.k}]"
+            lines.append(f"{k.name}  template matmul [{', '.join(map(str, step.shape))}] x [{step.k}]"
                          + (" + epilogue" if step.epilogue else ""))
             for name in step.origins:
                 why = "template: tl.dot tiles, float32 accumulator" if name == step.name else s.decisions[name]

@@ -344,3 +344,42 @@ def test_specialization_key_is_tritons_alignment_and_one_classes():
     assert key((0x7F0000000004, 0x7F0000000010)) == (None, "D")
     assert key((64,), (1, 32, 7)) == ("D", "1", "D", None)
     assert key((1,)) == (None,)  # a pointer is never specialized on being 1
+
+
+@SETTINGS
+@given(st.integers(1, 4), st.integers(1, 24), st.integers(1, 24), st.integers(1, 40),
+       st.sampled_from(["3d@3d", "3d@2d", "2d@3d", "1@3d", "3d@1"]), st.sampled_from([np.float16, np.float32]),
+       st.sampled_from(["none", "bias", "residual", "per_matrix", "relu"]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_batched_matmul_template(batch: int, m: int, n: int, k: int, form: str, dtype, epilogue: str,
+                                 transposed_b: bool, seed: int):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    a_lead, b_lead = {"3d@3d": ((batch,), (batch,)), "3d@2d": ((batch,), ()), "2d@3d": ((), (batch,)),
+                      "1@3d": ((1,), (batch,)), "3d@1": ((batch,), (1,))}[form]
+    extra_shape = {"bias": (n,), "residual": (batch, m, n), "per_matrix": (batch, 1, 1)}.get(epilogue, (1,))
+    g = ir.Graph()
+    a = g.placeholder("a", TensorMeta(a_lead + (m, k), dt))
+    b = g.placeholder("b", TensorMeta(b_lead + (k, n), dt))
+    c = g.placeholder("c", TensorMeta(extra_shape, dt))
+    y = g.call("matmul", a, b)
+    y = {"none": lambda: y, "bias": lambda: g.call("add", y, c), "residual": lambda: g.call("add", y, c),
+         "per_matrix": lambda: g.call("multiply", y, c), "relu": lambda: g.call("maximum", y, 0.0)}[epilogue]()
+    g.output([y])
+    b_value = rng.standard_normal(b_lead + (k, n)).astype(dt)
+    if transposed_b:  # the same values, stored column-major
+        b_value = np.swapaxes(np.ascontiguousarray(np.swapaxes(b_value, -1, -2)), -1, -2)
+    inputs = [(rng.standard_normal(a_lead + (m, k)) / math.sqrt(k)).astype(dt), b_value,
+              rng.standard_normal(extra_shape).astype(dt)]
+    expected, actual, compiled = _run_both(g, inputs)
+    assert_same(expected, actual, f"\n{g}\n{compiled}")
+    assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("triton_tem_fused_matmul")
+
+
+def test_batched_matmul_is_one_template_with_the_batch_in_the_program_id():
+    r = np.random.default_rng(9)
+    cg = _compile(lambda q, k: (q @ k) * 0.125, (_f32(r, 3, 10, 16), _f32(r, 3, 16, 12)))
+    assert cg.kernels == ["triton_tem_fused_matmul_multiply_0"]
+    assert "batch = pid // (tiles_m * tiles_n)" in cg.kernel_source
+    assert "template matmul [3, 10, 12] x [16]" in cg.schedule
+    w = _compile(lambda x, w: x @ w, (_f32(r, 2, 8, 16), _f32(r, 16, 4)))  # w is shared by the batch
+    assert "in_w + (k + rk)" in w.kernel_source

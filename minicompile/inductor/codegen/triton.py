@@ -266,7 +266,7 @@ class TritonKernel:
     """One generated kernel, as the runtime launches it.
 
     ``grid`` is ``("flat", numel, block_param)`` (programs = cdiv(numel, block))
-    or ``("matmul", M, N)``; ``configs`` are the launch settings worth trying
+    or ``("matmul", M, N, batch)`` (programs = tiles of one product x batch); ``configs`` are the launch settings worth trying
     (block sizes and ``num_warps``/``num_stages``), the first being the default.
     """
 
