@@ -22,19 +22,28 @@ The plan, in the order the card forces the decisions:
    cores never need each other's data.  A row-shaped operand that every
    tile uses (a layer norm's weight) is loaded once by core 0 and sent to
    the others with one ring broadcast instead of once per core from DRAM.
-4. *Data movement.*  Each core loads tile s+1 while it computes tile s.
+4. *Data movement.*  Each core loads tile s+1 while it computes tile s.  An
+   operand read through a transpose or a stride is fetched by DMA gathers
+   (:mod:`.spyre_gather`); a transposed one lands turned round and is turned
+   back by one ``retile.transpose``, and its tiles are then made whole
+   128-byte units tall so each burst is a full unit.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from ..spyre.device import SpyreConfig
-from ..spyre.isa import (ALIGN, Allocator, DmaLoad, DmaStore, DmaWait, Program, Retile,
-                         RingBroadcast, RingRecv, Tile, VectorBinary, VectorReduce, VectorUnary)
+import numpy as np
+
+from ..spyre.device import DTYPES, SpyreConfig
+from ..spyre.isa import (ALIGN, Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Program,
+                         Retile, RingBroadcast, RingRecv, Tile, VectorBinary, VectorReduce,
+                         VectorUnary)
 from . import loop_ir as L
 from .scheduler import Kernel, Schedule, Store
-from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify
+from .spyre_gather import Walk
+from .spyre_tiles import (SHAPE_OF_KIND, TileEmitter, Unmappable, classify, compute_format,
+                          is_scalar, storage_format)
 
 # Scratchpad kept free of the tile budget for small buffers and alignment
 # (at most this many bytes, at most an eighth of it).
@@ -53,15 +62,16 @@ class DeviceStep:
     outputs: dict[str, str] = field(default_factory=dict)  # DRAM name -> graph buffer
     plan: str = ""
 
-    def dram(self, buffer: str, view: tuple[int, int], kind: str) -> str:
-        """The DRAM tensor holding ``buffer`` seen as ``view`` (declared on first use)."""
+    def dram(self, buffer: str, view: tuple[int, int], kind: str, fmt: str = "fp16") -> str:
+        """The DRAM tensor holding ``buffer`` seen as ``view`` (declared on first use),
+        stored in the card format ``fmt``."""
         table = self.inputs if kind == "input" else self.outputs
         for name, entry in table.items():
             if (entry if kind != "input" else entry[0]) == buffer and \
                     self.program.dram[name].shape == view:
                 return name
         name = buffer if buffer not in self.program.dram else f"{buffer}_{view[0]}x{view[1]}"
-        self.program.declare(name, view, "fp16", kind)
+        self.program.declare(name, view, fmt, kind)
         table[name] = (buffer, view) if kind == "input" else buffer
         return name
 
@@ -73,6 +83,15 @@ class Operand:
     kind: str
     dram: str
     column: int  # of a scalar in its (1, numel) view
+    fmt: str = "fp16"  # its card format, in DRAM and in scratchpad
+    walk: Walk | None = None  # kind "strided": the DMA descriptors of each tile
+
+    @property
+    def bytes_per_element(self) -> int:
+        """Scratchpad bytes per tile element: two copies (double buffering), plus the
+        turned-round copy of a transposed walk."""
+        size = DTYPES[self.fmt].itemsize
+        return size * (3 if self.walk is not None and self.walk.transposed else 2)
 
 
 def space(kernel: Kernel) -> tuple[int, int, L.Expr, L.Expr]:
@@ -89,37 +108,53 @@ def space(kernel: Kernel) -> tuple[int, int, L.Expr, L.Expr]:
     return math.prod(lead), kernel.ranges[-1], L.linearize(index[:-1], L.contiguous_strides(lead)), index[-1]
 
 
-def store_kind(kernel: Kernel, store: Store, shape: tuple[int, ...], row, col, cols) -> str:
-    if store.index is not None:
-        kind = classify(store.index, shape, row, col, cols)[0]
-        if kind != "full":
-            raise Unmappable(f"row store {store.buffer} is not laid out as the row")
-        return kind
-    return "col" if kernel.reductions else "full"
+def store_kind(kernel: Kernel, store: Store, shape: tuple[int, ...], row, col, rows,
+               cols) -> str:
+    """full: the tile's own layout; col: one value per row; transposed: a row pass
+    writing a reduction's axis back as rows (softmax over axis 0), turned round on
+    the core and stored as a rectangle of the cols x rows view."""
+    if store.index is None:
+        return "col" if kernel.reductions else "full"
+    if L.linearize(store.index, L.contiguous_strides(shape)) == col * rows + row:
+        return "transposed"
+    if classify(store.index, shape, row, col, cols)[0] != "full":
+        raise Unmappable(f"row store {store.buffer} is not laid out as the row")
+    return "full"
 
 
 def operands(bodies, written: set[str], schedule: Schedule, step: DeviceStep, row, col,
-             cols) -> list[Operand]:
+             rows, cols) -> list[Operand]:
     out: dict[L.Load, Operand] = {}
     for body in bodies:
         for ld in L.loads(body):
             if ld.buffer in written or ld in out:
                 continue
-            kind, view, column = classify(ld.index, schedule.buffers[ld.buffer].shape, row, col, cols)
-            out[ld] = Operand(ld, kind, step.dram(ld.buffer, view, "input"), column)
+            buf = schedule.buffers[ld.buffer]
+            fmt = storage_format(buf.dtype)
+            try:
+                kind, view, column = classify(ld.index, buf.shape, row, col, cols)
+                out[ld] = Operand(ld, kind, step.dram(ld.buffer, view, "input", fmt), column, fmt)
+            except Unmappable:
+                offset = L.linearize(ld.index, L.contiguous_strides(buf.shape))
+                walk = Walk.of(offset, row, col, rows, cols)
+                dram = step.dram(ld.buffer, (1, max(buf.numel, 1)), "input", fmt)
+                out[ld] = Operand(ld, "strided", dram, 0, fmt, walk)
     return list(out.values())
 
 
-def per_element_bytes(bodies, n_inputs: int, n_outputs: int) -> int:
-    """Scratchpad bytes one element of a tile costs: fp32 temporaries, double-buffered fp16 I/O."""
-    ops = {v for b in bodies for v in L.walk(b) if isinstance(v, L.Op)}
-    return 4 * (2 * len(ops) + 2) + 4 * n_inputs + 4 * n_outputs
+def per_element_bytes(bodies, ins: list[Operand], out_formats: list[str]) -> int:
+    """Scratchpad bytes one element of a tile costs: a temporary (fp32 at most) per op,
+    the inputs' double-buffered copies, the outputs' double-buffered stores."""
+    ops = {v for b in bodies for v in L.walk(b) if isinstance(v, (L.Op, L.Cast))}
+    return (4 * (2 * len(ops) + 2) + sum(op.bytes_per_element for op in ins)
+            + sum(2 * DTYPES[f].itemsize for f in out_formats))
 
 
 def operand_tile(op: Operand, buffer: str, r0: int, c0: int, r: int, c: int) -> tuple[Tile, int, int]:
     """The tile an operand fills for the tile at (r0, c0) of r x c, and its DRAM origin."""
     return {
         "full": (Tile(buffer, r, c), r0, c0),
+        "strided": (Tile(buffer, r, c), 0, 0),
         "row": (Tile(buffer, 1, c), 0, c0),
         "col": (Tile(buffer, r, 1), r0, 0),
         "scalar": (Tile(buffer, 1, 1), 0, op.column),
@@ -140,16 +175,19 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
     if kernel.reductions and kernel.row_shape is None:
         raise Unmappable("reduction without a row space")
     written = kernel.buffers_written
-    kinds = {s.buffer: store_kind(kernel, s, schedule.buffers[s.buffer].shape, row, col, cols)
+    kinds = {s.buffer: store_kind(kernel, s, schedule.buffers[s.buffer].shape, row, col, rows,
+                                  cols)
              for s in kernel.stores}
     bodies = [s.body for s in kernel.stores]
-    ins = operands(bodies, written, schedule, step, row, col, cols)
+    ins = operands(bodies, written, schedule, step, row, col, rows, cols)
     outs = [s for s in kernel.stores if s.buffer in live]
     # A per-row result is stored as one row of DRAM (transposed on the core), so a
     # core's results leave in whole 128-byte units rather than one unit per value.
-    views = {"full": (rows, cols), "col": (1, rows)}
-    out_dram = {s.buffer: step.dram(s.buffer, views[kinds[s.buffer]], "output") for s in outs}
-    per_elem = per_element_bytes(bodies, len(ins), len(outs))
+    views = {"full": (rows, cols), "col": (1, rows), "transposed": (cols, rows)}
+    out_fmt = {s.buffer: storage_format(schedule.buffers[s.buffer].dtype) for s in outs}
+    out_dram = {s.buffer: step.dram(s.buffer, views[kinds[s.buffer]], "output", out_fmt[s.buffer])
+                for s in outs}
+    per_elem = per_element_bytes(bodies, ins, list(out_fmt.values()))
     budget = cfg.scratchpad_usable_bytes - min(MARGIN_BYTES, cfg.scratchpad_usable_bytes // 8)
     if per_elem * cols <= budget:
         tc = cols
@@ -158,6 +196,14 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
     else:
         tc = max(MIN_TILE_COLS, budget // per_elem // MIN_TILE_COLS * MIN_TILE_COLS)
     tr = max(1, min(rows, budget // (per_elem * tc), -(-rows // cfg.cores)))
+    turned = [op for op in ins if op.walk is not None and op.walk.transposed]
+    if turned and tr < rows:
+        # A transposed read fetches tr elements per burst: make that whole 128-byte
+        # units rather than a sliver of one per core (the DRAM port is shared, so
+        # fewer, busier cores lose nothing when the kernel is memory-bound).
+        unit = max(ALIGN // DTYPES[op.fmt].itemsize for op in turned)
+        fit = budget // (per_elem * tc)
+        tr = min(rows, max(tr, min(fit // unit * unit, -(-tr // unit) * unit)))
     row_tiles = -(-rows // tr)
     if not kernel.reductions and row_tiles < cfg.cores and cols > MIN_TILE_COLS:
         # Too few rows to occupy every core: cut the columns too.
@@ -169,24 +215,31 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
     shared = [op for op in ins if op.kind in ("row", "scalar") and tc == cols]
     active = [c for c in range(cfg.cores) if mine[c]]
     for core in active:
-        _emit_core(step, kernel, core, mine[core], ins, shared, active, outs, kinds, out_dram, tr, tc)
+        _emit_core(step, kernel, core, mine[core], ins, shared, active, outs, kinds, out_dram,
+                   out_fmt, tr, tc)
     step.plan = (f"{kernel.name}: {rows}x{cols} in tiles of {tr}x{tc} over {len(active)} cores"
                  + (f", {len(shared)} shared operand(s) broadcast over the ring" if shared and len(active) > 1 else ""))
     return step
 
 
-def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_dram, tr, tc):
+def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_dram, out_fmt,
+               tr, tc):
     program = step.program
     alloc = Allocator(program, core)
     emit = lambda *i: program.emit(core, *i)  # noqa: E731
     names = {op.load: f"in{n}" for n, op in enumerate(ins)}
-    resident = {op.load: alloc(names[op.load], _buffer_shape(op.kind, tr, tc)) for op in shared}
+    resident = {op.load: alloc(names[op.load], _buffer_shape(op.kind, tr, tc), op.fmt)
+                for op in shared}
     streamed = [op for op in ins if op not in shared]
-    buffers = {op.load: [alloc(f"{names[op.load]}_{c}", _buffer_shape(op.kind, tr, tc)) for c in (0, 1)]
+    turned = [op for op in streamed if op.walk is not None and op.walk.transposed]
+    # A transposed walk lands as c x r (contiguous bursts) and is turned round on the core.
+    buffers = {op.load: [alloc(f"{names[op.load]}_{c}", (tc, tr) if op in turned
+                               else _buffer_shape(op.kind, tr, tc), op.fmt) for c in (0, 1)]
                for op in streamed}
-    out_shape = {"full": (tr, tc), "col": (1, tr)}
-    out_bufs = {s.buffer: [alloc(f"out{n}_{c}", out_shape[kinds[s.buffer]]) for c in (0, 1)]
-                for n, s in enumerate(outs)}
+    views = {op.load: alloc(f"{names[op.load]}_t", (tr, tc), op.fmt) for op in turned}
+    out_shape = {"full": (tr, tc), "col": (1, tr), "transposed": (tc, tr)}
+    out_bufs = {s.buffer: [alloc(f"out{n}_{c}", out_shape[kinds[s.buffer]], out_fmt[s.buffer])
+                           for c in (0, 1)] for n, s in enumerate(outs)}
     emitter = TileEmitter(program, core, alloc, tr, tc)
     # Operands every tile reads: DRAM once, then the ring (core 0 sends, the rest receive).
     if shared:
@@ -206,8 +259,18 @@ def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_
     def load(s: int) -> None:
         r0, c0, r, c = tiles[s]
         for op in streamed:
-            tile, dr, dc = operand_tile(op, buffers[op.load][s % 2].name, r0, c0, r, c)
-            emit(DmaLoad(tile, op.dram, dr, dc, f"ld{s}"))
+            buffer = buffers[op.load][s % 2].name
+            if op.walk is None:
+                tile, dr, dc = operand_tile(op, buffer, r0, c0, r, c)
+                emit(DmaLoad(tile, op.dram, dr, dc, f"ld{s}"))
+                continue
+            for d in op.walk.descriptors(r0, c0, r, c):
+                if op in turned:
+                    emit(DmaGather(Tile(buffer, d.cols, d.rows, d.j0, d.i0), op.dram, d.offset,
+                                   d.col_stride, d.row_stride, f"ld{s}"))
+                else:
+                    emit(DmaGather(Tile(buffer, d.rows, d.cols, d.i0, d.j0), op.dram, d.offset,
+                                   d.row_stride, d.col_stride, f"ld{s}"))
 
     stored = False
     for s, (r0, c0, r, c) in enumerate(tiles):
@@ -217,7 +280,12 @@ def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_
             load(s + 1)
         if streamed:
             emit(DmaWait(f"ld{s}"))
-        bound = {op.load: (operand_tile(op, buffers[op.load][s % 2].name, r0, c0, r, c)[0],
+        for op in turned:
+            emit(Retile("transpose", Tile(views[op.load].name, r, c),
+                        Tile(buffers[op.load][s % 2].name, c, r)))
+        bound = {op.load: (operand_tile(op, (views if op in turned else
+                                             {op.load: buffers[op.load][s % 2]})[op.load].name,
+                                        r0, c0, r, c)[0],
                            SHAPE_OF_KIND[op.kind]) for op in streamed}
         bound.update({op.load: (operand_tile(op, resident[op.load].name, r0, c0, r, c)[0],
                                 SHAPE_OF_KIND[op.kind]) for op in shared})
@@ -226,13 +294,17 @@ def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_
         for store in outs:
             result = emitter.computed[store.buffer]
             kind = kinds[store.buffer]
-            want = (r, c) if kind == "full" else (r, 1)
-            if isinstance(result, float) or result[0].shape != want:
+            want = (r, 1) if kind == "col" else (r, c)
+            if is_scalar(result) or result[0].shape != want:
                 raise Unmappable(f"{store.buffer} is a broadcast value, not one per element")
             out = out_bufs[store.buffer][s % 2].name
             if kind == "col":
                 out = Tile(out, 1, r)
                 emit(Retile("transpose", out, result[0]), DmaStore(out, out_dram[store.buffer], 0, r0, "st"))
+            elif kind == "transposed":
+                out = Tile(out, c, r)
+                emit(Retile("transpose", out, result[0]),
+                     DmaStore(out, out_dram[store.buffer], c0, r0, "st"))
             else:
                 out = Tile(out, r, c)
                 emit(VectorUnary("cast", out, result[0]), DmaStore(out, out_dram[store.buffer], r0, c0, "st"))
@@ -256,17 +328,16 @@ def _compute(kernel: Kernel, emitter: TileEmitter, cols: int) -> None:
 
 def _reduce(emitter: TileEmitter, store: Store, cols: int):
     value = emitter.value(store.body)
-    if isinstance(value, float) or value[0].shape != emitter.extent:
+    if is_scalar(value) or value[0].shape != emitter.extent:
         raise Unmappable(f"reduction {store.buffer} of a broadcast value")
     tile, _ = value
     rtype = store.reduction.reduction_type
-    out = emitter.tile(("reduce", store.buffer), (True, False))
-    if rtype == "min":  # min x = -max(-x)
-        neg = emitter.tile(("negate", store.buffer), (True, True))
-        emitter.emit(VectorUnary("neg", neg, tile), VectorReduce("max", out, neg, axis=1),
-                     VectorUnary("neg", out, out))
-    else:
-        emitter.emit(VectorReduce("max" if rtype == "max" else "sum", out, tile, axis=1))
+    if rtype in ("sum", "mean") and np.dtype(store.body.dtype).kind != "f":
+        raise Unmappable(f"{rtype} of {store.body.dtype}: NumPy accumulates integers in "
+                         "64 bits, which the card has not")
+    out = emitter.tile(("reduce", store.buffer), (True, False),
+                       compute_format(store.reduction.dtype))
+    emitter.emit(VectorReduce("sum" if rtype == "mean" else rtype, out, tile, axis=1))
     if rtype == "mean":
         emitter.emit(VectorBinary("mul", out, out, 1.0 / cols))
     return out, (True, False)

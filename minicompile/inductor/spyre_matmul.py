@@ -24,7 +24,7 @@ from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_s
 from . import loop_ir as L
 from .scheduler import Buffer, Kernel, Schedule
 from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
-from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify
+from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
 
 def epilogue_of(ext: L.Extern, kernel: Kernel) -> bool:
@@ -75,11 +75,15 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     row, col = L.loop_index("x", (M, N))
     if epilogue:
         bodies = [s.body for s in epilogue.stores]
-        ins = operands(bodies, epilogue.buffers_written | {ext.name}, schedule, step, row, col, N)
+        ins = operands(bodies, epilogue.buffers_written | {ext.name}, schedule, step, row, col,
+                       M, N)
         outs = [s.buffer for s in epilogue.stores if s.buffer in live]
         if ext.name in live:
             raise Unmappable("the product is read after its epilogue")
-        per_elem = per_element_bytes(bodies, len(ins), len(outs))
+        if any(op.kind == "strided" or op.fmt != "fp16" for op in ins) or any(
+                schedule.buffers[o].dtype.kind != "f" for o in outs):
+            raise Unmappable("an epilogue with strided or non-float operands")
+        per_elem = per_element_bytes(bodies, ins, ["fp16"] * len(outs))
     else:
         bodies, ins, outs, per_elem = [], [], [ext.name], 4
     out_dram = {o: step.dram(o, (M, N), "output") for o in outs}
@@ -166,7 +170,7 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
             results = emitter.computed
         for o in outs:
             value = results[o]
-            if isinstance(value, float) or value[0].shape != (rm, rn):
+            if is_scalar(value) or value[0].shape != (rm, rn):
                 raise Unmappable(f"{o} is a broadcast value, not one per element")
             tile = Tile(narrow[o].name, rm, rn)
             emit(VectorUnary("cast", tile, value[0]), DmaStore(tile, out_dram[o], i0, j0, "out"))

@@ -2,8 +2,9 @@
 
 In:  a loop-IR value (the body of a scheduled store) and, for each ``Load`` in
      it, the scratchpad tile that holds that operand on the core.
-Out: vector instructions (``v.add``, ``v.exp``, ...) appended to the core's
-     program, and the tile (fp32) or Python float holding the result.
+Out: vector instructions (``v.add``, ``v.exp``, ``v.gt``, ``v.select``, ...)
+     appended to the core's program, and the tile or Python scalar holding
+     the result.
 
 Every kernel the Spyre backend maps is seen as a 2-D iteration space, rows x
 cols: a pointwise kernel's leading loops flattened into rows and its last loop
@@ -20,11 +21,14 @@ col        ``row``      (broadcast across)  rows x 1  (a per-row mean)
 scalar     a constant                       1 x 1
 =========  ===============================  =============================
 
-Anything else (a transpose, a strided slice) raises :class:`Unmappable`, and
-the kernel runs on the host instead.  Values are computed in fp32 on the
-vector unit whatever their storage type (the card's rule); a shared
-sub-expression is computed once per tile (one temporary buffer per distinct
-value), which is what keeps a fused chain on the core.
+Anything else (a transpose, a strided slice) raises :class:`Unmappable` here
+and is read by DMA descriptors instead (:mod:`.spyre_gather`).  Float values
+are computed in fp32 on the vector unit whatever their storage type (the
+card's rule); int8/int16/int32 values in their own format, wrapping as NumPy
+does; booleans are 0/1 int8 masks written by comparisons and read by
+``v.select`` (``np.where``).  A shared sub-expression is computed once per
+tile (one temporary buffer per distinct value), which is what keeps a fused
+chain on the core.
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ import math
 
 import numpy as np
 
-from ..spyre.isa import Allocator, Tile, VectorBinary, VectorUnary
+from ..spyre.isa import Allocator, Tile, VectorBinary, VectorSelect, VectorUnary
 from . import loop_ir as L
 
 
@@ -47,14 +51,53 @@ UNARY: dict[str, str] = {
 BINARY: dict[str, str] = {
     "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
     "maximum": "max", "minimum": "min",
+    "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
+    "equal": "eq", "not_equal": "ne",
 }
-COMMUTATIVE = {"add", "mul", "max", "min"}
+# Logic on masks (0/1 values): and = a * b, or = max(a, b), xor = a != b.
+MASK_BINARY: dict[str, str] = {"bitwise_and": "mul", "bitwise_or": "max", "bitwise_xor": "ne",
+                               "logical_and": "mul", "logical_or": "max", "logical_xor": "ne"}
+COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne"}
+# a < b is b > a: a comparison swaps its operands by mirroring the relation.
+MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-        "max": np.maximum, "min": np.minimum}
+        "max": np.maximum, "min": np.minimum, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
 # x ** k for a constant k, as unary instructions (k = 3: x * x^2, see _power).
 POWERS: dict[float, str] = {1.0: "copy", 2.0: "square", 0.5: "sqrt", -1.0: "reciprocal"}
+# Integer formats of the vector unit (see SpyreConfig.vector_lanes); bool is a 0/1 mask.
+INTEGER_FORMATS = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
+                   np.dtype(np.int32): "int32", np.dtype(bool): "int8"}
 
 Shape = tuple[bool, bool]  # (spans the tile's rows, spans its cols)
+Scalar = float | int        # a value known at compile time: float for floats, int otherwise
+
+
+def compute_format(dtype: np.dtype) -> str:
+    """The card format a value of this NumPy dtype is computed in on the vector unit."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return "fp32"
+    if dtype not in INTEGER_FORMATS:
+        raise Unmappable(f"{dtype} data: the card computes floats, int8/16/32 and masks "
+                         "(no 64-bit or unsigned integers)")
+    return INTEGER_FORMATS[dtype]
+
+
+def storage_format(dtype: np.dtype) -> str:
+    """The card format a buffer of this NumPy dtype has in DRAM (floats as fp16)."""
+    return "fp16" if np.dtype(dtype).kind == "f" else compute_format(dtype)
+
+
+def is_scalar(value) -> bool:
+    return not isinstance(value, tuple)
+
+
+def _as_scalar(value, dtype: np.dtype) -> Scalar:
+    """A folded value as the vector unit would hold it: fp32 floats, wrapped integers."""
+    if np.dtype(dtype).kind == "f":
+        return float(np.float32(value))
+    return int(np.asarray(value).astype(np.int64).astype(dtype))
 
 
 def classify(index: tuple[L.Expr, ...], shape: tuple[int, ...], row: L.Expr, col: L.Expr,
@@ -74,12 +117,9 @@ def classify(index: tuple[L.Expr, ...], shape: tuple[int, ...], row: L.Expr, col
                      "column or broadcast of the tile")
 
 
-SHAPE_OF_KIND: dict[str, Shape] = {"full": (True, True), "row": (False, True),
+SHAPE_OF_KIND: dict[str, Shape] = {"full": (True, True), "strided": (True, True),
+                                   "row": (False, True),
                                    "col": (True, False), "scalar": (False, False)}
-
-
-def _is_float(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
 
 
 class TileEmitter:
@@ -96,16 +136,16 @@ class TileEmitter:
     def begin(self, rows: int, cols: int, bound: dict[L.Load, tuple[Tile, Shape]]) -> None:
         """Start a tile of rows x cols; ``bound`` maps each load of an input to its tile."""
         self.extent, self.bound, self.memo = (rows, cols), bound, {}
-        self.computed: dict[str, tuple[Tile, Shape] | float] = {}
+        self.computed: dict[str, tuple[Tile, Shape] | Scalar] = {}
 
     def define(self, buffer: str, result) -> None:
         """``buffer`` was computed on this tile: its readers use the result in place."""
         self.computed[buffer] = result
 
-    def tile(self, key: object, shape: Shape) -> Tile:
+    def tile(self, key: object, shape: Shape, fmt: str = "fp32") -> Tile:
         if key not in self.temps:
             name = f"t{len(self.temps)}"
-            self.alloc(name, (self.tr if shape[0] else 1, self.tc if shape[1] else 1), "fp32")
+            self.alloc(name, (self.tr if shape[0] else 1, self.tc if shape[1] else 1), fmt)
             self.temps[key] = name
         return Tile(self.temps[key], self.extent[0] if shape[0] else 1,
                     self.extent[1] if shape[1] else 1)
@@ -114,17 +154,16 @@ class TileEmitter:
         self.program.emit(self.core, *instructions)
 
     # -- values ---------------------------------------------------------------------------
-    def value(self, v: L.Value) -> tuple[Tile, Shape] | float:
+    def value(self, v: L.Value) -> tuple[Tile, Shape] | Scalar:
         if v not in self.memo:
             self.memo[v] = self._value(v)
         return self.memo[v]
 
     def _value(self, v: L.Value):
-        if not _is_float(v.dtype):
-            raise Unmappable(f"{v} is {v.dtype}; the card computes floats only")
+        compute_format(v.dtype)  # refuses what the vector unit cannot hold
         match v:
             case L.Constant(value=c):
-                return float(np.float32(c))
+                return _as_scalar(c, v.dtype)
             case L.Load(buffer=b):
                 if b in self.computed:
                     return self.computed[b]
@@ -132,53 +171,93 @@ class TileEmitter:
                     raise Unmappable(f"no tile holds {v}")
                 return self.bound[v]
             case L.Cast(value=inner):
-                if not _is_float(inner.dtype):
-                    raise Unmappable(f"cast from {inner.dtype}")
-                return self.value(inner)  # the vector unit computes in fp32 either way
+                return self._cast(v, self.value(inner), np.dtype(inner.dtype), np.dtype(v.dtype))
+            case L.Op(name="where", args=(c, a, b)):
+                return self._select(v, self.value(c), self.value(a), self.value(b))
             case L.Op(name="power", args=(base, L.Constant(value=k))):
                 return self._power(v, self.value(base), float(k))
             case L.Op(name=name, args=(a,)) if name in UNARY:
-                return self._unary(v, UNARY[name], self.value(a))
+                return self._unary(v, UNARY[name], self.value(a), v.dtype)
+            case L.Op(name="logical_not", args=(a,)):  # not x is x == 0
+                return self._binary(v, "eq", self.value(a), 0, v.dtype)
+            case L.Op(name="invert", args=(a,)) if v.dtype == bool:
+                return self._binary(v, "eq", self.value(a), 0, v.dtype)
             case L.Op(name=name, args=(a, b)) if name in BINARY:
-                return self._binary(v, BINARY[name], self.value(a), self.value(b))
-        raise Unmappable(f"no vector instruction for {getattr(v, 'name', type(v).__name__)}")
+                return self._binary(v, BINARY[name], self.value(a), self.value(b), v.dtype)
+            case L.Op(name=name, args=(a, b)) if name in MASK_BINARY and v.dtype == bool:
+                return self._binary(v, MASK_BINARY[name], self.value(a), self.value(b), v.dtype)
+        raise Unmappable(f"no vector instruction for {getattr(v, 'name', type(v).__name__)} "
+                         f"on {v.dtype}")
 
-    def _unary(self, key, op: str, a):
-        if isinstance(a, float):
+    def _cast(self, key: L.Cast, a, src: np.dtype, dst: np.dtype):
+        if src.kind == "f" and dst.kind == "f":
+            return a  # the vector unit computes in fp32 either way
+        if dst == bool:  # x.astype(bool) is x != 0
+            return self._binary(key, "ne", a, 0.0 if src.kind == "f" else 0, dst)
+        if src.kind == "f":
+            raise Unmappable(f"cast from {src} to {dst}: truncating the card's fp16 "
+                             "copy of the data may differ from NumPy's")
+        if is_scalar(a):
+            return _as_scalar(a, dst)
+        tile, shape = a
+        out = self.tile(key, shape, compute_format(dst))
+        self.emit(VectorUnary("cast", out, tile))  # widens, wraps or converts to fp32
+        return out, shape
+
+    def _unary(self, key, op: str, a, dtype: np.dtype):
+        if is_scalar(a):
             from ..spyre.simulator import UNARY_NUMPY  # the card's own definition of op
             with np.errstate(all="ignore"):
-                return float(np.float32(UNARY_NUMPY[op](np.float32(a))))
+                domain = np.float32 if isinstance(a, float) else np.int64
+                return _as_scalar(UNARY_NUMPY[op](domain(a)), dtype)
         tile, shape = a
-        out = self.tile(key, shape)
+        out = self.tile(key, shape, compute_format(dtype))
         self.emit(VectorUnary(op, out, tile))
         return out, shape
 
-    def _power(self, key, a, k: float):
+    def _power(self, key: L.Op, a, k: float):
         if k == 3.0:
-            square = self._unary(("square", key), "square", a)
-            return self._binary(key, "mul", square, a)
+            square = self._unary(("square", key), "square", a, key.dtype)
+            return self._binary(key, "mul", square, a, key.dtype)
         if k not in POWERS:
             raise Unmappable(f"power with exponent {k}")
-        return self._unary(key, POWERS[k], a)
+        return self._unary(key, POWERS[k], a, key.dtype)
 
-    def _binary(self, key, op: str, a, b):
-        if isinstance(a, float) and isinstance(b, float):
+    def _binary(self, key, op: str, a, b, dtype: np.dtype):
+        if is_scalar(a) and is_scalar(b):
+            domain = np.float32 if isinstance(a, float) or isinstance(b, float) else np.int64
             with np.errstate(all="ignore"):
-                return float(FOLD[op](np.float32(a), np.float32(b)))
-        if isinstance(a, float) or (not isinstance(b, float) and _covers(b[1], a[1])
-                                    and b[1] != a[1]):
+                return _as_scalar(FOLD[op](domain(a), domain(b)), dtype)
+        if is_scalar(a) or (not is_scalar(b) and _covers(b[1], a[1]) and b[1] != a[1]):
             # The instruction broadcasts only its second operand: put the wider first.
+            if op in MIRROR:
+                return self._binary(key, MIRROR[op], b, a, dtype)
             if op in COMMUTATIVE:
-                return self._binary(key, op, b, a)
+                return self._binary(key, op, b, a, dtype)
             if op == "sub":  # a - b = (-b) + a
-                return self._binary(key, "add", self._unary(("neg", key), "neg", b), a)
+                neg = self._unary(("neg", key), "neg", b, dtype)
+                return self._binary(key, "add", neg, a, dtype)
             if op == "div":  # a / b = (1/b) * a
-                return self._binary(key, "mul", self._unary(("rcp", key), "reciprocal", b), a)
+                rcp = self._unary(("rcp", key), "reciprocal", b, dtype)
+                return self._binary(key, "mul", rcp, a, dtype)
         tile, shape = a
-        if not isinstance(b, float) and not _covers(shape, b[1]):
+        if not is_scalar(b) and not _covers(shape, b[1]):
             raise Unmappable("both operands broadcast (a row against a column)")
-        out = self.tile(key, shape)
-        self.emit(VectorBinary(op, out, tile, b if isinstance(b, float) else b[0]))
+        out = self.tile(key, shape, compute_format(dtype))
+        self.emit(VectorBinary(op, out, tile, b if is_scalar(b) else b[0]))
+        return out, shape
+
+    def _select(self, key, c, a, b):
+        """np.where(c, a, b): one select instruction over the widest operand's shape."""
+        if is_scalar(c):
+            return a if c else b
+        if is_scalar(a) and is_scalar(b) and a == b:
+            return a
+        shapes = [v[1] for v in (c, a, b) if not is_scalar(v)]
+        shape = (any(s[0] for s in shapes), any(s[1] for s in shapes))
+        out = self.tile(key, shape, compute_format(key.dtype))
+        operand = lambda v: v if is_scalar(v) else v[0]  # noqa: E731
+        self.emit(VectorSelect(out, c[0], operand(a), operand(b)))
         return out, shape
 
 

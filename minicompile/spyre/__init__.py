@@ -16,9 +16,9 @@ from .device import DTYPES, SpyreConfig
 from .errors import (DmaRaceError, OperandLocationError, ProgramError, RingDeadlockError,
                      ScratchpadOverflowError, ScratchpadOverlapError, SpyreError,
                      UninitializedReadError)
-from .isa import (Allocator, Barrier, Buffer, DmaLoad, DmaStore, DmaWait, DramTensor, Matmul,
-                  Program, Retile, RingBroadcast, RingRecv, RingSend, Tile, VectorBinary,
-                  VectorReduce, VectorUnary)
+from .isa import (Allocator, Barrier, Buffer, DmaGather, DmaLoad, DmaStore, DmaWait, DramTensor,
+                  Matmul, Program, Retile, RingBroadcast, RingRecv, RingSend, Tile, VectorBinary,
+                  VectorReduce, VectorSelect, VectorUnary)
 from .matmul_plan import MatmulTiling, plan_matmul
 from .report import Report
 from .simulator import simulate
@@ -26,8 +26,8 @@ from .simulator import simulate
 __all__ = [
     "DTYPES", "SpyreConfig", "SpyreError", "ProgramError", "UninitializedReadError",
     "DmaRaceError", "ScratchpadOverflowError", "ScratchpadOverlapError", "OperandLocationError",
-    "RingDeadlockError", "Allocator", "Barrier", "Buffer", "DmaLoad", "DmaStore", "DmaWait",
-    "DramTensor", "Matmul", "Program", "Retile", "RingBroadcast", "RingRecv", "RingSend", "Tile",
-    "VectorBinary", "VectorReduce", "VectorUnary", "Report", "simulate", "MatmulTiling",
+    "RingDeadlockError", "Allocator", "Barrier", "Buffer", "DmaGather", "DmaLoad", "DmaStore",
+    "DmaWait", "DramTensor", "Matmul", "Program", "Retile", "RingBroadcast", "RingRecv", "RingSend",
+    "Tile", "VectorBinary", "VectorReduce", "VectorSelect", "VectorUnary", "Report", "simulate", "MatmulTiling",
     "plan_matmul",
 ]

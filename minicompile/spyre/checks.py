@@ -20,9 +20,10 @@ from __future__ import annotations
 from .device import DTYPES
 from .errors import (OperandLocationError, ProgramError, ScratchpadOverflowError,
                      ScratchpadOverlapError, span)
-from .isa import (BINARY_OPS, REDUCE_OPS, RETILE_OPS, UNARY_OPS, Barrier, DmaLoad,
+from .isa import (BINARY_OPS, REDUCE_OPS, RETILE_OPS, UNARY_OPS, Barrier, DmaGather, DmaLoad,
                   DmaStore, DmaWait, Matmul, Program, Retile, RingBroadcast, RingRecv,
-                  RingSend, Tile, VectorBinary, VectorReduce, VectorUnary, reads, writes)
+                  RingSend, Tile, VectorBinary, VectorReduce, VectorSelect, VectorUnary, reads,
+                  writes)
 
 MATMUL_INPUTS = ("fp16", "fp8", "int8", "int4")
 
@@ -85,6 +86,21 @@ def _check_instruction(program: Program, core: int, ins, fail) -> None:
             if tensor.dtype != _dtype(program, core, tile):
                 fail(ProgramError, f"DMA moves bytes and does not convert: {name} is "
                      f"{tensor.dtype}, {tile.buffer} is {_dtype(program, core, tile)}")
+        case DmaGather(dst=tile, src=name):
+            tensor = program.dram.get(name)
+            if tensor is None:
+                fail(ProgramError, f"no DRAM tensor {name!r} is declared")
+            first = ins.offset + min(0, (tile.rows - 1) * ins.row_stride) + \
+                min(0, (tile.cols - 1) * ins.col_stride)
+            last = ins.offset + max(0, (tile.rows - 1) * ins.row_stride) + \
+                max(0, (tile.cols - 1) * ins.col_stride)
+            numel = tensor.shape[0] * tensor.shape[1]
+            if tile.rows * tile.cols and (first < 0 or last >= numel):
+                fail(ProgramError, f"gather reads elements {first}..{last} of DRAM tensor "
+                     f"{name} {list(tensor.shape)} ({numel} elements) at {tensor.address:#x}")
+            if tensor.dtype != _dtype(program, core, tile):
+                fail(ProgramError, f"DMA moves bytes and does not convert: {name} is "
+                     f"{tensor.dtype}, {tile.buffer} is {_dtype(program, core, tile)}")
         case Matmul(out=o, a=a, b=b):
             if a.cols != b.rows or o.shape != (a.rows, b.cols):
                 fail(ProgramError, f"shapes do not chain: {a.shape} @ {b.shape} -> {o.shape}")
@@ -96,14 +112,24 @@ def _check_instruction(program: Program, core: int, ins, fail) -> None:
         case VectorUnary(op=op, out=o, a=a):
             if op not in UNARY_OPS:
                 fail(ProgramError, f"unknown vector op {op!r}; known: {sorted(UNARY_OPS)}")
+            _check_integer_op(program, core, ins, fail)
             if o.shape != a.shape:
                 fail(ProgramError, f"shape {a.shape} -> {o.shape} changes")
         case VectorBinary(op=op, out=o, a=a, b=b):
             if op not in BINARY_OPS:
                 fail(ProgramError, f"unknown vector op {op!r}; known: {sorted(BINARY_OPS)}")
+            _check_integer_op(program, core, ins, fail)
             if o.shape != a.shape or (isinstance(b, Tile) and not all(
                     bd in (1, ad) for bd, ad in zip(b.shape, a.shape))):
                 fail(ProgramError, f"shapes {a.shape}, {getattr(b, 'shape', ())} -> {o.shape}")
+        case VectorSelect(out=o, mask=m, a=a, b=b):
+            for operand in (m, a, b):
+                if isinstance(operand, Tile) and not all(
+                        d in (1, od) for d, od in zip(operand.shape, o.shape)):
+                    fail(ProgramError, f"select operand {operand.shape} does not broadcast "
+                         f"to {o.shape}")
+            if _dtype(program, core, m) not in ("int8", "int16", "int32", "fp16", "fp32"):
+                fail(ProgramError, f"mask {m} must be a 0/1 tile of a simulated format")
         case VectorReduce(op=op, out=o, a=a, axis=axis):
             want = (1, a.cols) if axis == 0 else (a.rows, 1)
             if op not in REDUCE_OPS or o.shape != want:
@@ -127,6 +153,17 @@ def _check_instruction(program: Program, core: int, ins, fail) -> None:
             pass
         case _:
             fail(ProgramError, f"not an instruction of this card: {type(ins).__name__}")
+
+
+def _check_integer_op(program: Program, core: int, ins, fail) -> None:
+    """Integer data runs only through the simple ops: there is no integer divider or
+    function unit (see SpyreConfig.vector_lanes)."""
+    data = [t for t in (ins.a, getattr(ins, "b", None)) if isinstance(t, Tile)]
+    if ins.transcendental and data and not any(
+            _dtype(program, core, t).startswith("fp") for t in data) \
+            and not isinstance(getattr(ins, "b", None), float):
+        fail(ProgramError, f"v.{ins.op} on integer data: the vector unit has no integer "
+             "divider or function unit; cast to fp32 first")
 
 
 def _buffer_shape(program: Program, core: int, tile: Tile) -> tuple[int, int]:

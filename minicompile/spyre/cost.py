@@ -2,7 +2,8 @@
 
 In:  an instruction with its operand dtypes, and a :class:`~.device.SpyreConfig`.
 Out: cycle counts (:func:`matmul_cycles`, :func:`vector_cycles`), bytes a
-     transfer really moves (:func:`dma_bytes`, :func:`ring_bytes`), and
+     transfer really moves (:func:`dma_bytes`, :func:`gather_bytes`,
+     :func:`ring_bytes`), and
      :class:`Calendar`, which hands out time on a shared link so that
      transfers from many cores share its bandwidth without ever exceeding it.
 
@@ -40,6 +41,16 @@ def dma_bytes(address: int, row_stride: int, rows: int, row_bytes: int, unit: in
     starts = address + row_stride * np.arange(rows, dtype=np.int64)
     units = (starts + row_bytes - 1) // unit - starts // unit + 1
     return int(units.sum()) * unit
+
+
+def gather_bytes(addresses: np.ndarray, unit: int) -> int:
+    """Bytes a gather moves: every 128-byte unit a row of its elements touches, once
+    per row (rows x cols element addresses; aligned elements never straddle a unit)."""
+    if addresses.size == 0:
+        return 0
+    units = np.sort(addresses // unit, axis=1)
+    per_row = 1 + np.count_nonzero(np.diff(units, axis=1), axis=1)
+    return int(per_row.sum()) * unit
 
 
 def ring_bytes(nbytes: int, unit: int) -> int:

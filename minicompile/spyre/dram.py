@@ -71,16 +71,26 @@ class Dram:
         return t.address + (row * t.shape[1] + col) * DTYPES[t.dtype].itemsize
 
     def check_load(self, core: int, epoch: int, index: int, ins, name: str,
-                   rows: tuple[int, int], cols: tuple[int, int]) -> None:
-        """Refuse a load of DRAM that nothing wrote or that a store may still be writing."""
+                   rows: tuple[int, int], cols: tuple[int, int],
+                   elements: np.ndarray | None = None) -> None:
+        """Refuse a load of DRAM that nothing wrote or that a store may still be writing.
+
+        A gather passes the flat ``elements`` it reads (checked exactly for
+        being written) and their bounding rows and cols (for races)."""
         def fail(cls, detail):
             raise cls(core, index, ins, detail)
 
         if name in self.written:
-            region = self.written[name][rows[0]:rows[1], cols[0]:cols[1]]
-            if not region.all():
+            if elements is not None:
+                region = self.written[name].reshape(-1)[elements.reshape(-1)]
+                at = elements.reshape(-1)[np.argmin(region)] if region.size else 0
+                unwritten = divmod(int(at), self.written[name].shape[1])
+            else:
+                region = self.written[name][rows[0]:rows[1], cols[0]:cols[1]]
                 r, c = (int(v) for v in np.unravel_index(np.argmin(region), region.shape))
-                r, c = rows[0] + r, cols[0] + c
+                unwritten = rows[0] + r, cols[0] + c
+            if not region.all():
+                r, c = unwritten
                 where = f"DRAM address {self.address(name, r, c):#x} ({name}[{r}, {c}])"
                 for other, i, store in self.planned:
                     if other != core and store.dst == name and \

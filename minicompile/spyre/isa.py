@@ -13,16 +13,18 @@ over the ring (from another core); compute units never see DRAM.
 Units and what runs on them (a core issues in order, units run in parallel):
 
 =========  =======================================================
-dma        DmaLoad, DmaStore          (tagged; DmaWait blocks issue)
+dma        DmaLoad, DmaStore, DmaGather (tagged; DmaWait blocks issue)
 ring       RingSend, RingBroadcast    (RingRecv blocks issue)
 matrix     Matmul                     (fp16 x fp16 -> fp32 accumulators)
-vector     VectorUnary, VectorBinary, VectorReduce, Retile
+vector     VectorUnary, VectorBinary, VectorSelect, VectorReduce, Retile
 sequencer  DmaWait, RingRecv, Barrier
 =========  =======================================================
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .device import DTYPES, SpyreConfig
 
@@ -110,6 +112,33 @@ class DmaLoad:
 
 
 @dataclass(frozen=True)
+class DmaGather:
+    """A strided DMA: dst[i, j] = flat(src)[offset + i * row_stride + j * col_stride].
+
+    The descriptor form of a DMA engine: any affine 2-D walk over the tensor's
+    row-major elements (a transpose, a strided slice, a reversed axis, a
+    broadcast with stride 0). Each row of dst is one burst when col_stride is 1;
+    otherwise every 128-byte unit the row touches is moved whole."""
+    dst: Tile
+    src: str
+    offset: int
+    row_stride: int
+    col_stride: int
+    tag: str
+    unit = "dma"
+
+    def flat_indices(self) -> np.ndarray:
+        """The flat element index of the tensor each element of dst comes from."""
+        i = np.arange(self.dst.rows, dtype=np.int64)[:, None]
+        j = np.arange(self.dst.cols, dtype=np.int64)[None, :]
+        return self.offset + i * self.row_stride + j * self.col_stride
+
+    def __str__(self) -> str:
+        return (f"dma.gather {self.dst} <- {self.src}.flat[{self.offset} + "
+                f"{self.row_stride}*i + {self.col_stride}*j]  tag={self.tag}")
+
+
+@dataclass(frozen=True)
 class DmaStore:
     """Copy src into DRAM tensor dst at (row0, col0)."""
     src: Tile
@@ -193,8 +222,11 @@ UNARY_OPS: dict[str, bool] = {
 }
 BINARY_OPS: dict[str, bool] = {
     "add": False, "sub": False, "mul": False, "max": False, "min": False, "div": True,
+    "lt": False, "le": False, "gt": False, "ge": False, "eq": False, "ne": False,
 }
-REDUCE_OPS = ("sum", "max")
+# Comparisons write a mask: 1 where the relation holds, 0 elsewhere, in out's dtype.
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+REDUCE_OPS = ("sum", "max", "min")
 RETILE_OPS = ("transpose", "reshape")
 
 
@@ -234,6 +266,21 @@ class VectorBinary:
 
 
 @dataclass(frozen=True)
+class VectorSelect:
+    """out = a where mask is non-zero, else b (np.where); a and b may be tiles
+    or scalars, and any tile may be one row or one column (broadcast)."""
+    out: Tile
+    mask: Tile
+    a: Tile | float
+    b: Tile | float
+    unit = "vector"
+    transcendental = False
+
+    def __str__(self) -> str:
+        return f"v.select  {self.out} <- {self.mask} ? {self.a} : {self.b}"
+
+
+@dataclass(frozen=True)
 class VectorReduce:
     """out = op(a) along axis (0: one row out, 1: one column out), in fp32."""
     op: str
@@ -270,8 +317,9 @@ class Barrier:
         return f"barrier   {self.name}".rstrip()
 
 
-Instruction = (DmaLoad | DmaStore | DmaWait | RingSend | RingBroadcast | RingRecv | Matmul
-               | VectorUnary | VectorBinary | VectorReduce | Retile | Barrier)
+Instruction = (DmaLoad | DmaGather | DmaStore | DmaWait | RingSend | RingBroadcast | RingRecv
+               | Matmul | VectorUnary | VectorBinary | VectorSelect | VectorReduce | Retile
+               | Barrier)
 
 
 def reads(ins: Instruction) -> tuple[Tile, ...]:
@@ -283,6 +331,8 @@ def reads(ins: Instruction) -> tuple[Tile, ...]:
             return (a, b, o) if acc else (a, b)
         case VectorBinary(a=a, b=Tile() as b):
             return (a, b)
+        case VectorSelect(mask=m, a=a, b=b):
+            return (m,) + tuple(t for t in (a, b) if isinstance(t, Tile))
         case VectorUnary(a=a) | VectorBinary(a=a) | VectorReduce(a=a) | Retile(a=a):
             return (a,)
     return ()
@@ -291,10 +341,10 @@ def reads(ins: Instruction) -> tuple[Tile, ...]:
 def writes(ins: Instruction) -> tuple[Tile, ...]:
     """The scratchpad tiles an instruction writes."""
     match ins:
-        case DmaLoad(dst=t) | RingRecv(dst=t):
+        case DmaLoad(dst=t) | DmaGather(dst=t) | RingRecv(dst=t):
             return (t,)
-        case Matmul(out=t) | VectorUnary(out=t) | VectorBinary(out=t) | VectorReduce(out=t) \
-                | Retile(out=t):
+        case Matmul(out=t) | VectorUnary(out=t) | VectorBinary(out=t) | VectorSelect(out=t) \
+                | VectorReduce(out=t) | Retile(out=t):
             return (t,)
     return ()
 

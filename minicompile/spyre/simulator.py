@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .checks import validate
-from .cost import Calendar, dma_bytes, matmul_cycles, ring_bytes, vector_cycles
+from .cost import (Calendar, dma_bytes, gather_bytes, matmul_cycles, ring_bytes,
+                   vector_cycles)
 from .device import DTYPES
 from .dram import Dram
 from .errors import DmaRaceError, RingDeadlockError, UninitializedReadError
-from .isa import (Barrier, DmaLoad, DmaStore, DmaWait, Matmul, Program, Retile,
-                  RingBroadcast, RingRecv, RingSend, Tile, VectorBinary, VectorReduce,
-                  VectorUnary, reads, writes)
+from .isa import (COMPARE_OPS, Barrier, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul,
+                  Program, Retile, RingBroadcast, RingRecv, RingSend, Tile, VectorBinary,
+                  VectorReduce, VectorSelect, VectorUnary, reads, writes)
 from .report import Event, build_report
 
 UNARY_NUMPY = {
@@ -47,8 +48,9 @@ UNARY_NUMPY = {
     "gelu": lambda x: 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3))),
 }
 BINARY_NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
-                "min": np.minimum, "div": np.divide}
-REDUCE_NUMPY = {"sum": np.sum, "max": np.max}
+                "min": np.minimum, "div": np.divide, "lt": np.less, "le": np.less_equal,
+                "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+REDUCE_NUMPY = {"sum": np.sum, "max": np.max, "min": np.min}
 
 
 @dataclass
@@ -207,18 +209,28 @@ class Simulator:
         st.seq += self.cfg.issue_cycles
 
     def _dma(self, core, index, ins, st):
-        load = isinstance(ins, DmaLoad)
+        load = isinstance(ins, (DmaLoad, DmaGather))
         tile = ins.dst if load else ins.src
         tensor = self.p.dram[ins.src if load else ins.dst]
         size = DTYPES[tensor.dtype].itemsize
         stride = tensor.shape[1] * size
-        address = tensor.address + ins.row0 * stride + ins.col0 * size
-        nbytes = dma_bytes(address, stride, tile.rows, tile.cols * size, self.cfg.transfer_bytes)
-        rows = (ins.row0, ins.row0 + tile.rows)
-        cols = (ins.col0, ins.col0 + tile.cols)
+        elements = None
+        if isinstance(ins, DmaGather):
+            elements = ins.flat_indices()
+            nbytes = gather_bytes(tensor.address + elements * size, self.cfg.transfer_bytes)
+            lo, hi = (int(elements.min()), int(elements.max())) if elements.size else (0, 0)
+            width = tensor.shape[1]
+            rows = (lo // width, hi // width + 1)
+            cols = (lo % width, hi % width + 1) if rows[1] - rows[0] == 1 else (0, width)
+        else:
+            address = tensor.address + ins.row0 * stride + ins.col0 * size
+            nbytes = dma_bytes(address, stride, tile.rows, tile.cols * size,
+                               self.cfg.transfer_bytes)
+            rows = (ins.row0, ins.row0 + tile.rows)
+            cols = (ins.col0, ins.col0 + tile.cols)
         if load:
             self._check_pending(core, index, ins, tile, "loads into")
-            self.dram.check_load(core, st.barriers, index, ins, tensor.name, rows, cols)
+            self.dram.check_load(core, st.barriers, index, ins, tensor.name, rows, cols, elements)
         else:
             self._check_reads(core, index, ins)
             self.dram.store(core, st.barriers, index, ins, tensor.name, rows, cols)
@@ -235,7 +247,9 @@ class Simulator:
         if self.functional:
             region = (slice(*rows), slice(*cols))
             values = self.dram.values[tensor.name]
-            if load:
+            if elements is not None:
+                self._view(core, tile)[...] = values.reshape(-1)[elements]
+            elif load:
                 self._view(core, tile)[...] = values[region]
             else:
                 values[region] = self._view(core, tile)
@@ -279,19 +293,35 @@ class Simulator:
         self._finish(core, st, "vector", ins, start, end)
 
     def _vector_value(self, core, ins) -> np.ndarray:
-        a = self._view(core, ins.a).astype(np.float32)
+        """The result, computed in fp32 when any data operand is a float (or the op is
+        transcendental), else in wide integers; storing it into an integer out wraps
+        as two's-complement hardware does, a float into an integer truncates."""
+        data = [getattr(ins, f) for f in ("a", "b") if hasattr(ins, f)]
+        floats = getattr(ins, "transcendental", False) or any(
+            isinstance(d, float) or (isinstance(d, Tile) and self._is_float(core, d))
+            for d in data)
+        domain = np.float32 if floats else np.int64
+
+        def value(operand):
+            return self._view(core, operand).astype(domain) if isinstance(operand, Tile) \
+                else domain(operand)
+
         match ins:
             case VectorUnary(op=op):
-                return UNARY_NUMPY[op](a)
+                return UNARY_NUMPY[op](value(ins.a))
             case VectorBinary(op=op, b=b):
-                other = self._view(core, b).astype(np.float32) if isinstance(b, Tile) else b
-                return BINARY_NUMPY[op](a, other)
+                return BINARY_NUMPY[op](value(ins.a), value(b))
+            case VectorSelect(mask=mask, a=a, b=b):
+                return np.where(self._view(core, mask) != 0, value(a), value(b))
             case VectorReduce(op=op, axis=axis):
-                return REDUCE_NUMPY[op](a, axis=axis, keepdims=True)
+                return REDUCE_NUMPY[op](value(ins.a), axis=axis, keepdims=True)
             case Retile(op="transpose"):
-                return a.T
+                return value(ins.a).T
             case Retile(op="reshape"):
-                return a.reshape(ins.out.shape)
+                return value(ins.a).reshape(ins.out.shape)
+
+    def _is_float(self, core: int, tile: Tile) -> bool:
+        return DTYPES[self.p.buffers[core][tile.buffer].dtype].name.startswith("fp")
 
     def _send(self, core, index, ins, st):
         self._check_reads(core, index, ins)
@@ -371,7 +401,8 @@ class Simulator:
 
 
 HANDLERS = {
-    DmaLoad: Simulator._dma, DmaStore: Simulator._dma, DmaWait: Simulator._wait,
+    DmaLoad: Simulator._dma, DmaGather: Simulator._dma, DmaStore: Simulator._dma,
+    DmaWait: Simulator._wait, VectorSelect: Simulator._vector,
     Matmul: Simulator._matmul, VectorUnary: Simulator._vector, VectorBinary: Simulator._vector,
     VectorReduce: Simulator._vector, Retile: Simulator._vector,
     RingSend: Simulator._send, RingBroadcast: Simulator._send, RingRecv: Simulator._recv,

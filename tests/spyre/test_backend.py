@@ -135,15 +135,20 @@ def test_matmul_shapes_that_split_k_over_the_ring():
     assert "ring.send" in text and "ring.recv" in text
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: np.where(x > 0, x, 0.1 * x),       # comparisons: no vector instruction yet
-    lambda x: x.sum(axis=0),                     # reduces a non-innermost axis
-    lambda x: x.T * 2,                           # reads transposed
-], ids=["where", "axis0", "transpose"])
-def test_unmapped_kernels_run_on_the_host(fn):
+@pytest.mark.parametrize("fn,dtype,why", [
+    (lambda x: x + 1, np.int64, "int64"),                 # 64-bit integers: not on the card
+    (lambda x: x.sum(axis=1), np.int32, "int64"),        # NumPy sums int32 into int64
+    (lambda x: x // 3, np.int32, "floor_divide"),        # no integer divider
+    (lambda x: (x * 2.5).astype(np.int32), np.float32, "truncating"),  # fp16 copy, then trunc
+], ids=["int64", "int_sum", "floor_divide", "float_to_int"])
+def test_unmapped_kernels_run_on_the_host(fn, dtype, why):
     backend = capture()
-    check(fn, data(12, 9), scale=12, backend=backend)
+    mc.reset()
+    x = RNG.integers(-50, 50, (12, 9)).astype(dtype)
+    np.testing.assert_array_equal(mc.compile(fn, backend=backend)(x), fn(x))
+    steps = backend.compiled[-1].program.steps
     assert backend.compiled[-1].report.host_steps
+    assert any(why in getattr(s, "reason", "") for s in steps), str(backend.compiled[-1].program)
 
 
 @settings(max_examples=12, deadline=None)

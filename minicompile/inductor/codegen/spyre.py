@@ -23,14 +23,20 @@ matmul Extern               tiled matrix unit, K split over the ring, plus
 anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
-A kernel with no mapping yet (integer data, comparisons, transposed reads,
-rows longer than the scratchpad) runs on the host between device programs,
-and the compile log and the report say so; it never gives a wrong answer.
+Comparisons, ``np.where`` and logic on masks, int8/int16/int32 and boolean
+data, transposed and strided reads (strided DMA, see :mod:`..spyre_gather`)
+and reductions over any axis run on the card.  A kernel with no mapping
+(64-bit or unsigned integers, integer division, sums of integers, which
+NumPy accumulates in 64 bits, a float-to-int cast) runs on the host between
+device programs, and the compile log and the report say so; it never gives a
+wrong answer.
 
-Precision: data lives in DRAM as fp16 and is computed in fp32 (the matrix
-unit accumulates in fp32), so each stored value carries fp16 rounding (a
+Precision: float data lives in DRAM as fp16 and is computed in fp32 (the
+matrix unit accumulates in fp32), so each stored value carries fp16 rounding (a
 relative error of about 2^-11 per store, 1e-3) plus fp32 rounding inside a
-kernel.  Results match NumPy to ``rtol=atol=2e-2`` for values of order one;
+kernel; a comparison sees the card's fp16 copy of its operands, so it is exact
+where they are fp16 values and may flip where two floats differ by less than
+fp16 resolves.  Integer and boolean data keep their own format and are exact.  Results match NumPy to ``rtol=atol=2e-2`` for values of order one;
 a sum over n elements is compared relative to the sum of magnitudes.
 """
 from __future__ import annotations
@@ -44,7 +50,7 @@ import numpy as np
 from ... import ir, logs
 from ...ir import passes
 from ...spyre.checks import validate
-from ...spyre.device import SpyreConfig
+from ...spyre.device import DTYPES, SpyreConfig
 from ...spyre.report import CoreCycles, Report
 from ...spyre.simulator import simulate
 from .. import decompositions, loop_ir as L, scheduler
@@ -244,13 +250,14 @@ class SpyreCompiled:
                 for b in step.buffers:
                     self._value(b, env)
                 continue
-            feed = {dram: np.ascontiguousarray(self._value(buf, env), dtype=F16).reshape(view)
-                    for dram, (buf, view) in step.inputs.items()}
+            feed = {dram: np.ascontiguousarray(self._value(buf, env), dtype=_numpy(step, dram))
+                    .reshape(view) for dram, (buf, view) in step.inputs.items()}
             outputs, report = simulate(step.program, feed, functional=self.functional)
             runs.append((step.name, report))
             for dram, buf in step.outputs.items():
                 node = self._nodes[buf]
-                value = outputs.get(dram, np.zeros(step.program.dram[dram].shape, F16))
+                value = outputs.get(dram, np.zeros(step.program.dram[dram].shape,
+                                                   _numpy(step, dram)))
                 env[buf] = value.reshape(node.shape).astype(node.dtype)
         self.report = combine(runs, host, self.config.cores)
         return tuple(self._value(n.name, env) for n in self.graph.outputs)
@@ -272,6 +279,11 @@ class SpyreCompiled:
     def __repr__(self) -> str:
         device = len(self.program.device_steps)
         return f"<SpyreCompiled {device} device program(s), {len(self.program.steps) - device} on the host>"
+
+
+def _numpy(step: DeviceStep, dram: str) -> np.dtype:
+    """The NumPy type of a DRAM tensor's card format (floats cross the boundary as fp16)."""
+    return np.dtype(DTYPES[step.program.dram[dram].dtype].numpy)
 
 
 def _map(value: Any, fn) -> Any:

@@ -1,0 +1,164 @@
+"""backend="spyre" runs comparisons, np.where, masks, int8/16/32 data, strided and
+transposed reads and reductions over any axis on the card, never on the host.
+
+Float inputs here are multiples of 1/16 of magnitude below 8: exact in fp16, so
+the card's fp16 copy of them equals NumPy's and comparisons are exact; integer
+and boolean results must equal NumPy's exactly, float ones within fp16 rounding.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import minicompile as mc
+from minicompile.inductor.codegen.spyre import HostStep, compile_graph
+
+RNG = np.random.default_rng(2)
+TOL = 2e-2
+
+
+def exact(*shape, dtype=np.float32):
+    """Values exactly representable in fp16 (or integers of dtype's range)."""
+    if np.dtype(dtype).kind == "f":
+        return (RNG.integers(-127, 128, shape) / 16).astype(dtype)
+    if np.dtype(dtype) == bool:
+        return RNG.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dtype)
+    return RNG.integers(max(info.min, -2**20), min(info.max, 2**20), shape,
+                        endpoint=True).astype(dtype)
+
+
+def on_card(fn, *args, scale=1.0, config=None):
+    """Compile fn for the card; check it equals NumPy and ran no host step. Returns it."""
+    compiled = []
+
+    def backend(graph, example_inputs):
+        compiled.append(compile_graph(graph, example_inputs,
+                                      **({"config": config} if config else {})))
+        return compiled[-1]
+    mc.reset()
+    out = mc.compile(lambda *a: fn(*a), backend=backend)(*args)
+    ref = fn(*args)
+    outs, refs = (out, ref) if isinstance(ref, tuple) else ((out,), (ref,))
+    for o, r in zip(outs, refs):
+        assert np.asarray(o).dtype == np.asarray(r).dtype and np.shape(o) == np.shape(r)
+        if np.asarray(r).dtype.kind in "biu":
+            np.testing.assert_array_equal(o, r)
+        else:
+            np.testing.assert_allclose(o, r, rtol=TOL, atol=TOL * scale)
+    program = compiled[-1].program
+    assert not [s for s in program.steps if isinstance(s, HostStep)], str(program)
+    assert not compiled[-1].report.host_steps
+    return compiled[-1]
+
+
+COMPARISONS = {
+    "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal, "equal": np.equal, "not_equal": np.not_equal,
+}
+MASKS = {
+    "where_leaky": lambda x, y: np.where(x > 0, x, 0.1 * x),
+    "where_two_arrays": lambda x, y: np.where(x < y, x * y, y - x),
+    "where_scalars": lambda x, y: np.where(x >= y, 1.0, -2.0).astype(np.float32),
+    "where_row": lambda x, y: np.where(x > 0, y[0], x),
+    "and_or_not": lambda x, y: ((x > 0) & (y < 1)) | ~(x == y),
+    "xor_not": lambda x, y: ((x > 0) ^ (y > 0)) | np.logical_not(x),
+    "mask_sum": lambda x, y: (x > y).astype(np.float32).sum(axis=1),
+    "clip": lambda x, y: np.clip(x, -1.0, 1.5),
+    "relu_mask_grad": lambda x, y: y * (x > 0),
+}
+
+
+@pytest.mark.parametrize("name", COMPARISONS)
+@pytest.mark.parametrize("other", [(37, 45), (45,), (37, 1), ()])
+def test_comparisons(name, other):
+    x = exact(37, 45)
+    y = x.copy() if other == (37, 45) else exact(*other)
+    if other == (37, 45):
+        y[::3] = exact(13, 45)  # some equal, some not
+    on_card(COMPARISONS[name], x, y)
+
+
+@pytest.mark.parametrize("name", MASKS)
+def test_masks_and_where(name):
+    on_card(MASKS[name], exact(37, 45), exact(37, 45), scale=45)
+
+
+def test_boolean_inputs_and_outputs():
+    on_card(lambda m, x: (np.where(m, x, -x), ~m, m & (x > 0)), exact(20, 33, dtype=bool),
+            exact(20, 33))
+
+
+INTEGER_PROGRAMS = {
+    "affine": lambda a, b: a * 3 + b - 7,
+    "max_min_abs": lambda a, b: np.maximum(np.abs(a), b) - np.minimum(a, -b),
+    "square_neg": lambda a, b: -(a ** 2) + b ** 3,
+    "where": lambda a, b: np.where(a > b, a, b * 2),
+    "compare": lambda a, b: (a == b) | (a < 0),
+    "row_max": lambda a, b: a.max(axis=1),
+    "col_min": lambda a, b: (a - b).min(axis=0),
+    # float results live in DRAM as fp16: kept below its largest value, 65504
+    "to_float": lambda a, b: a * 2.0**-12 + b.astype(np.float32) / 4096,
+    "mean_as_float": lambda a, b: (a.astype(np.float32) / 2**16).mean(axis=1),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("name", INTEGER_PROGRAMS)
+def test_integer_programs(name, dtype):
+    """int8/int16/int32 arithmetic wraps on overflow exactly as NumPy does."""
+    a, b = exact(29, 41, dtype=dtype), exact(29, 41, dtype=dtype)
+    with np.errstate(over="ignore"):
+        on_card(INTEGER_PROGRAMS[name], a, b, scale=100)
+
+
+def test_integer_narrowing_cast_wraps():
+    on_card(lambda a: (a * 5).astype(np.int8) + np.int8(1), exact(30, 30, dtype=np.int32))
+
+
+STRIDED = {
+    "transpose": lambda x: x.T * 2,
+    "transpose_add": lambda x: x.T[:20, :30] + x[:30, :20].T,
+    "step_slice": lambda x: x[::2, 1::3] - 1,
+    "reversed": lambda x: x[::-1] + x[:, ::-1],
+    "sum_axis0": lambda x: x.sum(axis=0),
+    "max_axis0_keepdims": lambda x: x.max(axis=0, keepdims=True),
+    "mean_axis0": lambda x: np.exp(x * 0.1).mean(axis=0),
+    "softmax_axis0": lambda x: np.exp(x - x.max(axis=0)) / np.exp(x - x.max(axis=0)).sum(axis=0),
+    "middle_axis": lambda x: x.reshape(3, 15, 37).sum(axis=1),
+    "first_of_three": lambda x: x.reshape(5, 9, 37).min(axis=0),
+}
+
+
+@pytest.mark.parametrize("name", STRIDED)
+def test_strided_and_transposed_reads(name):
+    on_card(STRIDED[name], exact(45, 37), scale=45)
+
+
+def test_a_transposed_read_moves_whole_bursts_and_turns_round_on_the_core():
+    x = exact(256, 64)  # rows of 128 bytes
+    compiled = on_card(lambda x: x.sum(axis=0), x, scale=256)
+    text = str(compiled.program)
+    assert "dma.gather" in text and "retile.transpose" in text
+    # Every byte of x once (whole 128-byte rows), not a 128-byte unit per element.
+    assert compiled.report.dram_bytes_read == x.size * 2
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows=st.integers(1, 70), cols=st.integers(1, 70),
+       dtype=st.sampled_from([np.float32, np.int8, np.int16, np.int32]))
+def test_every_kind_on_shapes_that_do_not_divide(rows, cols, dtype):
+    """Shapes that divide neither over 32 cores nor into tiles."""
+    x, y = exact(rows, cols, dtype=dtype), exact(rows, cols, dtype=dtype)
+    with np.errstate(over="ignore"):
+        on_card(lambda x, y: (np.where(x > y, x, y - x), x.T * 2, x.max(axis=0), x != y[:1]),
+                x, y, scale=rows)
+        if dtype == np.float32:
+            on_card(lambda x: (x.sum(axis=0), np.where(x > 0, x, 0.5 * x).sum(axis=1)), x,
+                    scale=max(rows, cols))
+
+
+def test_small_card_with_many_gather_tiles():
+    """3 cores with 24 KiB of scratchpad: transposed tiles are double-buffered too."""
+    from minicompile.spyre import SpyreConfig
+    on_card(lambda x, y: (x.T * y.T).sum(axis=1), exact(300, 40), exact(300, 40), scale=300,
+            config=SpyreConfig(cores=3, scratchpad_usable_bytes=24 * 1024))
