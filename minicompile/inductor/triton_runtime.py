@@ -146,6 +146,9 @@ def grid_size(kernel: TritonKernel, cfg: dict[str, int]) -> int:
     if kernel.grid[0] == "flat":
         _, numel, block = kernel.grid
         return max(1, -(-numel // cfg[block]))
+    if kernel.grid[0] == "tiles":
+        _, outer, ny, nx = kernel.grid
+        return outer * -(-ny // cfg["YBLOCK"]) * -(-nx // cfg["XBLOCK"])
     _, m, n, batch = kernel.grid
     return -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * batch
 

@@ -15,6 +15,11 @@ Three kernel shapes, named as TorchInductor names them:
   cut into blocks of ``XBLOCK`` elements; a mask covers the tail block.
   Broadcasting, transposes and strided inputs are index arithmetic on the
   flat index (``x1 = (xindex // 8) % 4``), exactly as the loop IR says.
+  When an input is contiguous along another loop than the output's
+  innermost one (a transpose), the kernel is *tiled* instead: a
+  ``[YBLOCK, XBLOCK]`` tile spans that loop and the innermost one, so the
+  input is read along its rows and the output written along its own
+  (:func:`tile_axes`); Triton moves the tile between the two layouts.
 * ``triton_per_*`` — persistent reduction: a ``[XBLOCK, RBLOCK]`` tile holds
   whole rows (``RBLOCK >= rnumel``), reduced with one ``tl.reduce``;
   pointwise epilogues use the result in registers.
@@ -265,13 +270,14 @@ def kernel_name(prefix: str, index: int, origins: list[str], op_of: dict[str, st
 class TritonKernel:
     """One generated kernel, as the runtime launches it.
 
-    ``grid`` is ``("flat", numel, block_param)`` (programs = cdiv(numel, block))
+    ``grid`` is ``("flat", numel, block_param)`` (programs = cdiv(numel, block)),
+    ``("tiles", outer, ny, nx)`` (programs = outer x ``YBLOCK`` x ``XBLOCK`` tiles)
     or ``("matmul", M, N, batch)`` (programs = tiles of one product x batch); ``configs`` are the launch settings worth trying
     (block sizes and ``num_warps``/``num_stages``), the first being the default.
     """
 
     name: str
-    kind: str  # "pointwise" | "persistent" | "looped" | "matmul"
+    kind: str  # "pointwise" | "tiled" | "persistent" | "looped" | "matmul"
     params: list[str]  # buffers, in parameter order
     grid: tuple
     configs: list[dict[str, int]]
@@ -321,7 +327,11 @@ class ValueWriter(LineWriter):
                 # Never really read (every lane is masked off), and there is no element 0.
                 expr = f"tl.load({self.pointer(v.buffer)} + tl.where({self.mask}, 0, 0), {self.mask}, other=0)"
             elif flat.free_vars():
-                expr = f"tl.load({self.pointer(v.buffer)} + ({offset}), {self.mask}, other=0)"
+                # An index over loops that are scalars in this kernel (a tiled
+                # kernel's outer loops) is spread over the block, as the mask is.
+                names = {var.name for var in flat.free_vars()}
+                spread = f" + {self.zero_block}" if self.block_vars and not names & self.block_vars else ""
+                expr = f"tl.load({self.pointer(v.buffer)} + ({offset}){spread}, {self.mask}, other=0)"
             else:  # a fixed element (a broadcast scalar): in bounds, no mask; loaded as a
                 # block all the same, so every value has the block's shape
                 expr = f"tl.load({self.pointer(v.buffer)} + {offset} + {self.zero_block})"
@@ -434,6 +444,70 @@ def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
                         "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
 
 
+# A loop shorter than this is not worth a tile of its own.
+TILE_MIN = 8
+
+
+def tile_axes(kernel: Kernel, buffers: dict[str, Buffer]) -> tuple[int, int] | None:
+    """``(y, x)``: the loops a pointwise kernel is tiled over, or None for a flat kernel.
+
+    ``x`` is the output's innermost loop (its stores are contiguous along
+    it).  A read that moves along ``x`` by a stride other than 0 or 1 is not
+    coalesced in a flat kernel; if it moves by 1 along another loop ``y``,
+    tiling ``y`` x ``x`` makes both the read and the write contiguous.  The
+    ``y`` most bytes are read along wins."""
+    dims = [i for i, n in enumerate(kernel.ranges) if n > 1]
+    if len(dims) < 2 or kernel.ranges[dims[-1]] < TILE_MIN:
+        return None
+    x = dims[-1]
+    votes: dict[int, int] = {}
+    for store in kernel.pointwise:
+        for load in L.loads(store.body):
+            flat = L.linearize(load.index, buffers[load.buffer].strides)
+            if not all(isinstance(atom, L.Var) for atom, _ in flat.terms):
+                continue  # divided or wrapped indices (padding, windows): left to the flat kernel
+            coeff = {atom.name: c for atom, c in flat.terms}
+            if coeff.get(f"x{x}", 0) in (0, 1):
+                continue  # contiguous or broadcast along the output's rows
+            for y in dims[:-1]:
+                if coeff.get(f"x{y}") == 1 and kernel.ranges[y] >= TILE_MIN:
+                    votes[y] = votes.get(y, 0) + buffers[load.buffer].dtype.itemsize
+    if not votes:
+        return None
+    return max(votes, key=lambda y: (votes[y], y)), x
+
+
+def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
+                           axes: tuple[int, int]) -> TritonKernel:
+    """A pointwise kernel over ``[YBLOCK, XBLOCK]`` tiles of loops ``axes``;
+    the other loops are the program's outer index (scalars)."""
+    y, x = axes
+    ny, nx = kernel.ranges[y], kernel.ranges[x]
+    outer_ranges = tuple(1 if i in axes else n for i, n in enumerate(kernel.ranges))
+    w = ValueWriter(buffers, kernel.buffers_written)
+    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    yvar, xvar = f"x{y}", f"x{x}"
+    w.line(f"ynumel, xnumel = {ny}, {nx}")
+    w.line(f"pid = {pid}")
+    w.line("tiles_y, tiles_x = (ynumel + YBLOCK - 1) // YBLOCK, (xnumel + XBLOCK - 1) // XBLOCK")
+    w.line("outer = pid // (tiles_y * tiles_x)")
+    w.line(f"{yvar} = (pid // tiles_x) % tiles_y * YBLOCK + tl.arange(0, YBLOCK)[:, None]")
+    w.line(f"{xvar} = pid % tiles_x * XBLOCK + tl.arange(0, XBLOCK)[None, :]")
+    w.line(f"xmask = ({yvar} < ynumel) & ({xvar} < xnumel)")
+    w.zero_block, w.block_vars = f"0 * ({yvar} + {xvar})", {yvar, xvar}
+    index_vars(w, "x", outer_ranges, "outer")
+    identity = L.loop_index("x", kernel.ranges)
+    for store in kernel.pointwise:
+        w.store(store.buffer, identity, store.body, "[YBLOCK, XBLOCK]", "xmask")
+    header, params = signature(name, w, [s.buffer for s in kernel.pointwise], ["YBLOCK", "XBLOCK"])
+    configs = [dict(YBLOCK=yb, XBLOCK=xb, num_warps=nw)
+               for yb, xb, nw in ((32, 32, 4), (64, 64, 4), (64, 64, 8), (32, 64, 4), (64, 32, 4), (128, 32, 8),
+                                  (32, 128, 8))
+               if yb <= max(32, next_power_of_2(ny)) and xb <= max(32, next_power_of_2(nx))]
+    return TritonKernel(name, "tiled", params, ("tiles", math.prod(outer_ranges), ny, nx), configs,
+                        "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
+
+
 def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
     """A persistent (whole row in one block) or looped reduction, plus its epilogue."""
     w = ValueWriter(buffers, kernel.buffers_written)
@@ -532,7 +606,10 @@ def generate(schedule: Schedule) -> TritonModule:
                 prefix = "per" if math.prod(step.reduction_ranges) <= PERSISTENT_MAX else "red"
                 tk = reduction_kernel(step, kernel_name(prefix, index, step.origins, op_of), schedule.buffers)
             else:
-                tk = pointwise_kernel(step, kernel_name("poi", index, step.origins, op_of), schedule.buffers)
+                name = kernel_name("poi", index, step.origins, op_of)
+                axes = tile_axes(step, schedule.buffers)
+                tk = (tiled_pointwise_kernel(step, name, schedule.buffers, axes) if axes
+                      else pointwise_kernel(step, name, schedule.buffers))
         else:
             continue
         kernels[id(step)] = tk
