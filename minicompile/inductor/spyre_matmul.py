@@ -1,6 +1,7 @@
 """A matmul Extern, with the pointwise kernel that consumes it, -> one Spyre program.
 
-In:  a ``matmul`` :class:`~.loop_ir.Extern` of the schedule (2-D operands),
+In:  a ``matmul`` :class:`~.loop_ir.Extern` of the schedule (2-D operands, or
+     batched: (batch..., M, K) @ (batch..., K, N), either side may be 2-D),
      optionally its *epilogue*: the pointwise kernel over the same M x N loops
      that reads the product at its own element (``relu(x @ W + b)``), the
      buffers later steps read, and a :class:`SpyreConfig`.
@@ -15,6 +16,7 @@ store, so the product never makes a round trip through DRAM.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -27,19 +29,43 @@ from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
 from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
 
+def _rows_and_col(shape: tuple[int, ...]) -> tuple[L.Expr, L.Expr]:
+    """A (batch..., M, N) product seen as (batch * M) x N: its row and col index."""
+    index = L.loop_index("x", shape)
+    return L.linearize(index[:-1], L.contiguous_strides(shape[:-1])), index[-1]
+
+
 def epilogue_of(ext: L.Extern, kernel: Kernel) -> bool:
     """Whether ``kernel`` can run on the matmul's accumulator tiles."""
     if kernel.reductions or kernel.row_pointwise or kernel.ranges != tuple(ext.shape):
         return False
-    if len(ext.shape) != 2:
+    if len(ext.shape) < 2:
         return False
-    row, col = L.loop_index("x", kernel.ranges)
+    row, col = _rows_and_col(tuple(ext.shape))
     for store in kernel.stores:
         for ld in L.loads(store.body):
-            if ld.buffer == ext.name and \
-                    classify(ld.index, tuple(ext.shape), row, col, ext.shape[1])[0] != "full":
+            if ld.buffer != ext.name:
+                continue
+            try:
+                if classify(ld.index, tuple(ext.shape), row, col, ext.shape[-1])[0] != "full":
+                    return False
+            except Unmappable:  # the product read transposed: a kernel of its own
                 return False
     return any(ld.buffer == ext.name for s in kernel.stores for ld in L.loads(s.body))
+
+
+def batch_shape(a: Buffer, b: Buffer) -> tuple[tuple[int, ...], bool, bool]:
+    """The batch dimensions of a @ b, and whether a and b each have them.
+
+    A batch dimension of one operand that the other lacks is allowed (the 2-D
+    operand is shared by every batch); batch shapes that broadcast against
+    each other (1 against n) are not planned."""
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise Unmappable(f"matmul of {len(a.shape)}-D by {len(b.shape)}-D arrays")
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    if ba and bb and ba != bb:
+        raise Unmappable(f"matmul with broadcast batch dimensions {ba} and {bb}")
+    return ba or bb, bool(ba), bool(bb)
 
 
 def _tiling(M: int, N: int, K: int, cfg: SpyreConfig, per_elem: int,
@@ -63,16 +89,19 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     if len(refs) != 2 or len(ext.args) != 2:
         raise Unmappable("matmul with arguments other than two arrays")
     a, b = (schedule.buffers[r.name] for r in refs)
-    if len(a.shape) != 2 or len(b.shape) != 2:
-        raise Unmappable(f"matmul of {len(a.shape)}-D by {len(b.shape)}-D arrays")
+    batch, a_batched, b_batched = batch_shape(a, b)
     if a.dtype.kind != "f" or b.dtype.kind != "f":
         raise Unmappable(f"matmul of {a.dtype} by {b.dtype}")
-    (M, K), (_, N) = a.shape, b.shape
+    (M, K), N = a.shape[-2:], b.shape[-1]
+    batches = math.prod(batch)
     name = ext.name + (f"+{epilogue.name}" if epilogue else "")
     step = DeviceStep(name, Program(cfg))
-    A = step.dram(a.name, (M, K), "input")
-    B = step.dram(b.name, (K, N), "input")
-    row, col = L.loop_index("x", (M, N))
+    A = step.dram(a.name, (batches * M if a_batched else M, K), "input")
+    B = step.dram(b.name, (batches * K if b_batched else K, N), "input")
+    if not b_batched:
+        # Every batch multiplies the same B: the batches are one taller 2-D matmul.
+        M, batches, a_batched = M * batches, 1, False
+    row, col = _rows_and_col(tuple(ext.shape))
     if epilogue:
         bodies = [s.body for s in epilogue.stores]
         ins = operands(bodies, epilogue.buffers_written | {ext.name}, schedule, step, row, col,
@@ -86,23 +115,27 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
         per_elem = per_element_bytes(bodies, ins, ["fp16"] * len(outs))
     else:
         bodies, ins, outs, per_elem = [], [], [ext.name], 4
-    out_dram = {o: step.dram(o, (M, N), "output") for o in outs}
+    out_dram = {o: step.dram(o, (batches * M, N), "output") for o in outs}
     t = _tiling(M, N, K, cfg, per_elem, double_buffer)
     chunks = list(range(0, K, t.tk))
     t = dataclasses.replace(t, split_k=max(1, min(t.split_k, len(chunks), cfg.cores)))
-    tiles = [(i, j) for i in range(0, M, t.tm) for j in range(0, N, t.tn)]
+    # Output tiles of every batch, dealt to the cores together: a batch of small
+    # matmuls fills the card as one large one would.
+    tiles = [(n, i, j) for n in range(batches) for i in range(0, M, t.tm)
+             for j in range(0, N, t.tn)]
     ranges = [chunks[m * len(chunks) // t.split_k:(m + 1) * len(chunks) // t.split_k]
               for m in range(t.split_k)]
     jobs: list[list[tuple[int, int]]] = [[] for _ in range(cfg.cores)]
     for n in range(len(tiles)):
         for m in range(t.split_k):
             jobs[(n * t.split_k + m) % cfg.cores].append((n, m))
-    shape = dict(M=M, N=N, K=K, A=A, B=B)
+    shape = dict(M=M, N=N, K=K, A=A, B=B, a_batched=a_batched, b_batched=b_batched)
     for core, mine in enumerate(jobs):
         if mine:
             _emit_core(step, core, mine, tiles, ranges, t, shape, epilogue, ext.name, ins, outs,
                        out_dram, double_buffer)
-    step.plan = (f"{name}: {M}x{N}x{K}, {t}, over {min(len(tiles) * t.split_k, cfg.cores)} cores"
+    step.plan = (f"{name}: {f'{batches} x ' if batches > 1 else ''}{M}x{N}x{K}, {t}, over "
+                 f"{min(len(tiles) * t.split_k, cfg.cores)} cores"
                  + (", epilogue on the accumulator" if epilogue else "")
                  + ("" if double_buffer else ", single-buffered"))
     return step
@@ -112,6 +145,8 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
                out_dram, double_buffer):
     program, cfg = step.program, step.program.config
     M, N, K, A, B = (shape[k] for k in "MNKAB")
+    a_rows = lambda n: n * M if shape["a_batched"] else 0  # noqa: E731  first row of batch n
+    b_rows = lambda n: n * K if shape["b_batched"] else 0  # noqa: E731
     alloc = Allocator(program, core)
     copies = 2 if double_buffer else 1
     a = [alloc(f"a{c}", (t.tm, t.tk)) for c in range(copies)]
@@ -127,21 +162,22 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
     steps = [(j, k0) for j, (n, m) in enumerate(jobs) for k0 in ranges[m]]
 
     def extent(j, k0):
-        i0, j0 = tiles[jobs[j][0]]
-        return i0, j0, min(t.tm, M - i0), min(t.tn, N - j0), min(t.tk, K - k0)
+        batch, i0, j0 = tiles[jobs[j][0]]
+        return batch, i0, j0, min(t.tm, M - i0), min(t.tn, N - j0), min(t.tk, K - k0)
 
     def load(s):
         j, k0 = steps[s]
-        i0, j0, rm, rn, rk = extent(j, k0)
-        emit(DmaLoad(Tile(a[s % copies].name, rm, rk), A, i0, k0, f"ld{s}"),
-             DmaLoad(Tile(b[s % copies].name, rk, rn), B, k0, j0, f"ld{s}"))
+        batch, i0, j0, rm, rn, rk = extent(j, k0)
+        emit(DmaLoad(Tile(a[s % copies].name, rm, rk), A, a_rows(batch) + i0, k0, f"ld{s}"),
+             DmaLoad(Tile(b[s % copies].name, rk, rn), B, b_rows(batch) + k0, j0, f"ld{s}"))
 
     stored = False
     if double_buffer and steps:
         load(0)
     for s, (j, k0) in enumerate(steps):
         n, member = jobs[j]
-        i0, j0, rm, rn, rk = extent(j, k0)
+        batch, i0, j0, rm, rn, rk = extent(j, k0)
+        i0 += batch * M  # the output's row (and the epilogue's) in the (batches * M) x N view
         if member == 0 and k0 == ranges[0][0]:  # the storing member fetches the epilogue's operands
             for op in ins:
                 tile, dr, dc = operand_tile(op, ep_bufs[op.load].name, i0, j0, rm, rn)

@@ -162,3 +162,34 @@ def test_small_card_with_many_gather_tiles():
     from minicompile.spyre import SpyreConfig
     on_card(lambda x, y: (x.T * y.T).sum(axis=1), exact(300, 40), exact(300, 40), scale=300,
             config=SpyreConfig(cores=3, scratchpad_usable_bytes=24 * 1024))
+
+
+def uniform(*shape):
+    return RNG.uniform(-1, 1, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("a,b", [((3, 4, 5), (3, 5, 6)), ((3, 4, 5), (5, 6)), ((4, 5), (3, 5, 6)),
+                                 ((2, 3, 9, 17), (2, 3, 17, 40)), ((5, 100, 300), (5, 300, 90))])
+def test_batched_matmul(a, b):
+    compiled = on_card(lambda a, b: a @ b, uniform(*a), uniform(*b), scale=a[-1])
+    assert "mm " in str(compiled.program)
+
+
+def test_batched_matmul_with_epilogue_splits_batches_over_the_cores():
+    compiled = on_card(lambda a, b, c: np.maximum(a @ b + c, 0), uniform(7, 33, 70),
+                       uniform(7, 70, 20), uniform(20), scale=70)
+    (step,) = compiled.program.device_steps
+    assert "epilogue on the accumulator" in step.plan
+    assert sum(1 for body in step.program.cores if body) == 32
+
+
+def test_product_read_transposed_is_its_own_kernel():
+    on_card(lambda a, b: (a @ b).T + 1, uniform(9, 17), uniform(17, 40), scale=17)
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=st.integers(1, 5), m=st.integers(1, 40), k=st.integers(1, 70),
+       n=st.integers(1, 40), shared=st.booleans())
+def test_batched_matmul_shapes_that_do_not_divide(batch, m, k, n, shared):
+    b = uniform(k, n) if shared else uniform(batch, k, n)
+    on_card(lambda a, b: np.tanh(a @ b), uniform(batch, m, k), b, scale=k)

@@ -17,9 +17,10 @@ schedule step               on the card
 pointwise kernel            vector instructions on tiles (:mod:`..spyre_loops`)
 row kernel (sum/max/mean,   whole rows per core: stages, epilogues and the
  softmax, layer norm)        row pass all in scratchpad (:mod:`..spyre_loops`)
-matmul Extern               tiled matrix unit, K split over the ring, plus
- (+ the pointwise kernel     its epilogue on the accumulator
- reading it)                 (:mod:`..spyre_matmul`)
+matmul Extern (2-D or       tiled matrix unit, K split over the ring, plus
+ batched, + the pointwise    its epilogue on the accumulator; the batches'
+ kernel reading it)          output tiles dealt over the cores together
+                             (:mod:`..spyre_matmul`)
 anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
