@@ -184,6 +184,9 @@ def test_batched_matmul_with_epilogue_splits_batches_over_the_cores():
 
 
 def test_product_read_transposed_is_its_own_kernel():
+    """Regression: a square product read transposed was taken for an epilogue, and
+    planning it failed the compile."""
+    on_card(lambda a, b: (a @ b).T + 1, uniform(16, 16), uniform(16, 16), scale=16)
     on_card(lambda a, b: (a @ b).T + 1, uniform(9, 17), uniform(17, 40), scale=17)
 
 
