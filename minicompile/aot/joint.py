@@ -49,6 +49,7 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
     for node in forward.calls:  # the forward half, node for node
         args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
         copy[node] = joint.call(node.op.name, **args)
+        copy[node].user_stack = node.user_stack
 
     # Which forward values lie on a path from an input that needs a gradient.
     active: set[Node] = {p for p, r in zip(forward.placeholders, requires_grad) if r}
@@ -77,6 +78,7 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
         if rule is None:
             raise NonDifferentiable(f"no derivative rule for np.{node.op.name}: cannot differentiate through it")
         args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
+        mark = len(joint.nodes)
         input_grads = rule(E, g, copy[node], args)
         for param, value in zip(node.op.param_names, node.args):
             gi = input_grads.get(param)
@@ -87,6 +89,8 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
                     if gv.meta.dtype != v.meta.dtype:
                         gv = E.call("astype", gv, v.meta.dtype)
                     grads[v] = E.call("add", grads[v], gv) if v in grads else gv
+        for made in joint.nodes[mark:]:  # the backward of a line comes from that line
+            made.user_stack = made.user_stack or node.user_stack
 
     grad_outputs, grad_index = [], []
     for p, r in zip(forward.placeholders, requires_grad):

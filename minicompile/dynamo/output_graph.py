@@ -68,6 +68,7 @@ class OutputGraph:
     def __init__(self) -> None:
         self.graph = ir.Graph()
         self.guards = GuardSet()
+        self.tracer: Any = None  # the InstructionTranslator running now (for source lines)
         self.input_sources: list[Source] = []
         self._wrapped: dict[str, VariableTracker] = {}
         self._array_sources: dict[int, tuple[Any, ArrayVariable]] = {}  # id -> (array, variable)
@@ -199,6 +200,15 @@ class OutputGraph:
 
     # -- graph building ------------------------------------------------------------
 
+    def user_stack(self) -> tuple[ir.SourceLine, ...]:
+        """The frames being traced now, outermost first, at their current lines."""
+        frames = []
+        tracer = self.tracer
+        while tracer is not None:
+            frames.append(ir.SourceLine(tracer.code.co_filename, tracer.lineno, tracer.code.co_name))
+            tracer = tracer.parent
+        return tuple(reversed(frames))
+
     def to_graph_arg(self, var: VariableTracker) -> Any:
         """The node or Python constant a variable stands for as an op argument."""
         if isinstance(var, ArrayVariable):
@@ -226,6 +236,7 @@ class OutputGraph:
             raise Unsupported(f"np.{op}: {e}") from None
         except Exception as e:  # NumPy would raise here too: let eager NumPy do it
             raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}", numpy_error=True) from None
+        node.user_stack = self.user_stack()
         first = next(iter(args.values()), None)
         scalar = node.meta.ndim == 0 and (
             node.op.result_is_scalar(dict(zip(node.op.param_names, node.args)))

@@ -156,6 +156,7 @@ class InstructionTranslator:
                 self.ip += 1
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
+                self.output.tracer = self  # an inlined call's translator set it: take it back
                 handler = getattr(self, inst.opname, None)
                 if handler is None:
                     raise Unsupported(f"bytecode {inst.opname} is not supported yet")

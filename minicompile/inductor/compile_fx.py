@@ -33,6 +33,7 @@ class CompiledGraph:
     ``compile_flags`` the compiler command (without files), ``schedule`` the
     fused groups, ``peak_intermediate_bytes`` the most memory held at once by
     buffers that are neither inputs nor outputs.  ``fallback_reason`` is set when the graph runs through NumPy.
+    ``kernel_origins`` maps each kernel's name to the graph nodes it computes (for pictures and provenance).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class CompiledGraph:
         self.schedule = schedule
         self.fallback_reason = fallback_reason
         self.peak_intermediate_bytes = peak_intermediate_bytes
+        self.kernel_origins: dict[str, list[str]] = {}
 
     def __call__(self, *inputs: Any) -> tuple:
         return self._call(*inputs)
@@ -113,5 +115,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
     logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
     call = wrapper.build(wrapper_source, sched, kernel_args, lib)
     kernel_source = source if sched.kernels else ""
-    return CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
-                         str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)
+    compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
+                             str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)
+    compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}
+    return compiled

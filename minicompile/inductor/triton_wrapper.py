@@ -195,6 +195,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list) -> TritonCompiledGraph:
     compiled.device = "cuda" if on_gpu else "interpreter"
     compiled.module = module
     compiled.launchers = launchers
+    compiled.kernel_origins = {module.kernels[id(s)].name: list(s.origins) for s in sched.steps
+                               if id(s) in module.kernels}
     return compiled
 
 

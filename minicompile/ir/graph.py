@@ -17,7 +17,7 @@ is itself callable: it runs its nodes through NumPy, which makes it both the
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -25,15 +25,27 @@ from . import dtypes as dt
 from .ops import OpDef, TensorMeta, get_op
 
 
-class Node:
-    __slots__ = ("name", "kind", "op", "args", "meta")
+class SourceLine(NamedTuple):
+    """One frame of the user's code: where a node was created."""
 
-    def __init__(self, name: str, kind: str, op: OpDef | None, args: tuple, meta: TensorMeta | None):
+    filename: str
+    lineno: int
+    function: str
+
+
+class Node:
+    __slots__ = ("name", "kind", "op", "args", "meta", "user_stack")
+
+    def __init__(self, name: str, kind: str, op: OpDef | None, args: tuple, meta: TensorMeta | None,
+                 user_stack: tuple[SourceLine, ...] = ()):
         self.name = name
         self.kind = kind  # "placeholder" | "call" | "output"
         self.op = op
         self.args = args
         self.meta = meta
+        # The user's frames (outermost first) whose line made this node, set by
+        # capture and kept by passes: how a kernel leads back to source lines.
+        self.user_stack = user_stack
 
     @property
     def inputs(self) -> list["Node"]:

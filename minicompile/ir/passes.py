@@ -77,11 +77,14 @@ def rewrite(graph: Graph, rule: Callable[[Graph, Node, set[Node]], Any]) -> Grap
             new.output(tuple(args))
             continue
         copy = node if args == node.args and all(a is b for a, b in zip(_leaves(args), _leaves(node.args))) \
-            else Node(node.name, node.kind, node.op, args, node.meta)
+            else Node(node.name, node.kind, node.op, args, node.meta, node.user_stack)
         new.nodes.append(copy)
         env[node] = copy
         if node.kind == "call":
+            mark = len(new.nodes)
             replacement = rule(new, copy, outputs | {env.get(o, o) for o in outputs})
+            for made in new.nodes[mark:]:  # nodes a rule adds come from the node it rewrote
+                made.user_stack = made.user_stack or node.user_stack
             if replacement is not None:
                 env[node] = replacement
     return dead_code_elimination(new)
