@@ -12,7 +12,10 @@ The plan, in the order the card forces the decisions:
    :mod:`.spyre_tiles`).  A row kernel keeps whole rows on a core: its
    reductions, their epilogues and the final row pass (layer norm, softmax)
    all read the row from scratchpad, so nothing between the kernel's ops goes
-   back to DRAM.  Only the buffers later steps read are stored.
+   back to DRAM.  Only the buffers later steps read are stored.  A row longer
+   than the scratchpad holds is walked in chunks, once per pass (one pass per
+   reduction stage, then the row pass): each chunk's partial reduction is
+   folded into a per-row accumulator, and later passes read it from there.
 2. *Tiling.*  A tile is ``tr`` x ``tc`` elements.  Its working set is every
    temporary (fp32, one per distinct value of the fused chain) plus two
    copies (double buffering) of every input and output tile (fp16); the tile
@@ -189,19 +192,18 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
                 for s in outs}
     per_elem = per_element_bytes(bodies, ins, list(out_fmt.values()))
     budget = cfg.scratchpad_usable_bytes - min(MARGIN_BYTES, cfg.scratchpad_usable_bytes // 8)
+    turned = [op for op in ins if op.walk is not None and op.walk.transposed]
+    # A transposed read fetches tr elements per burst: make that whole 128-byte
+    # units rather than a sliver of one per core (the DRAM port is shared, so
+    # fewer, busier cores lose nothing when the kernel is memory-bound).
+    unit = max((ALIGN // DTYPES[op.fmt].itemsize for op in turned), default=1)
     if per_elem * cols <= budget:
         tc = cols
-    elif kernel.reductions:
-        raise Unmappable(f"a row of {cols} elements does not fit the scratchpad")
-    else:
-        tc = max(MIN_TILE_COLS, budget // per_elem // MIN_TILE_COLS * MIN_TILE_COLS)
+    else:  # a row kernel whose row does not fit walks it in chunks, once per pass
+        tall = min(rows, unit)  # leave room for rows of whole bursts
+        tc = max(MIN_TILE_COLS, budget // (per_elem * tall) // MIN_TILE_COLS * MIN_TILE_COLS)
     tr = max(1, min(rows, budget // (per_elem * tc), -(-rows // cfg.cores)))
-    turned = [op for op in ins if op.walk is not None and op.walk.transposed]
     if turned and tr < rows:
-        # A transposed read fetches tr elements per burst: make that whole 128-byte
-        # units rather than a sliver of one per core (the DRAM port is shared, so
-        # fewer, busier cores lose nothing when the kernel is memory-bound).
-        unit = max(ALIGN // DTYPES[op.fmt].itemsize for op in turned)
         fit = budget // (per_elem * tc)
         tr = min(rows, max(tr, min(fit // unit * unit, -(-tr // unit) * unit)))
     row_tiles = -(-rows // tr)
@@ -209,21 +211,35 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
         # Too few rows to occupy every core: cut the columns too.
         want = -(-cols // -(-cfg.cores // row_tiles))
         tc = min(tc, -(-want // MIN_TILE_COLS) * MIN_TILE_COLS)
-    tiles = [(r0, c0, min(tr, rows - r0), min(tc, cols - c0))
-             for r0 in range(0, rows, tr) for c0 in range(0, cols, tc)]
-    mine = [tiles[i::cfg.cores] for i in range(cfg.cores)]
+    if kernel.reductions and tc < cols:
+        # Whole rows stay on one core: each row tile visits its chunks once per pass.
+        passes = len(kernel.stages) + (1 if kernel.row_pointwise else 0)
+        row_tiles = [(r0, min(tr, rows - r0)) for r0 in range(0, rows, tr)]
+        mine = [[(r0, c0, r, min(tc, cols - c0), p) for r0, r in row_tiles[i::cfg.cores]
+                 for p in range(passes) for c0 in range(0, cols, tc)]
+                for i in range(cfg.cores)]
+    else:
+        tiles = [(r0, c0, min(tr, rows - r0), min(tc, cols - c0), None)
+                 for r0 in range(0, rows, tr) for c0 in range(0, cols, tc)]
+        mine = [tiles[i::cfg.cores] for i in range(cfg.cores)]
     shared = [op for op in ins if op.kind in ("row", "scalar") and tc == cols]
     active = [c for c in range(cfg.cores) if mine[c]]
     for core in active:
         _emit_core(step, kernel, core, mine[core], ins, shared, active, outs, kinds, out_dram,
-                   out_fmt, tr, tc)
+                   out_fmt, tr, tc, cols)
     step.plan = (f"{kernel.name}: {rows}x{cols} in tiles of {tr}x{tc} over {len(active)} cores"
+                 + (f", rows in {-(-cols // tc)} chunks per pass" if tc < cols and
+                    kernel.reductions else "")
                  + (f", {len(shared)} shared operand(s) broadcast over the ring" if shared and len(active) > 1 else ""))
     return step
 
 
 def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_dram, out_fmt,
-               tr, tc):
+               tr, tc, cols):
+    """One core's program.  ``tiles`` are its visits (r0, c0, r, c, pass): pass None
+    computes the whole kernel on the tile; pass p walks one chunk of a long row
+    for the reductions of stage p (the last pass: the row pass), accumulating
+    per-row results across the chunks."""
     program = step.program
     alloc = Allocator(program, core)
     emit = lambda *i: program.emit(core, *i)  # noqa: E731
@@ -256,9 +272,15 @@ def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_
                     tile = operand_tile(op, resident[op.load].name, 0, 0, 1, tc)[0]
                     emit(RingBroadcast(tile, tuple(active[1:]), f"bcast_{names[op.load]}"))
 
+    needed = _pass_loads(kernel)
+
+    def loaded(s: int) -> list[Operand]:
+        phase = tiles[s][4]
+        return [op for op in streamed if phase is None or op.load in needed[phase]]
+
     def load(s: int) -> None:
-        r0, c0, r, c = tiles[s]
-        for op in streamed:
+        r0, c0, r, c, _ = tiles[s]
+        for op in loaded(s):
             buffer = buffers[op.load][s % 2].name
             if op.walk is None:
                 tile, dr, dc = operand_tile(op, buffer, r0, c0, r, c)
@@ -273,25 +295,34 @@ def _emit_core(step, kernel, core, tiles, ins, shared, active, outs, kinds, out_
                                    d.row_stride, d.col_stride, f"ld{s}"))
 
     stored = False
-    for s, (r0, c0, r, c) in enumerate(tiles):
+    known: dict = {}  # per-row results of earlier passes over the current row tile
+    for s, (r0, c0, r, c, phase) in enumerate(tiles):
         if s == 0:
             load(0)
         if s + 1 < len(tiles):
             load(s + 1)
         if streamed:
             emit(DmaWait(f"ld{s}"))
+        here = loaded(s)
         for op in turned:
-            emit(Retile("transpose", Tile(views[op.load].name, r, c),
-                        Tile(buffers[op.load][s % 2].name, c, r)))
+            if op in here:
+                emit(Retile("transpose", Tile(views[op.load].name, r, c),
+                            Tile(buffers[op.load][s % 2].name, c, r)))
         bound = {op.load: (operand_tile(op, (views if op in turned else
                                              {op.load: buffers[op.load][s % 2]})[op.load].name,
                                         r0, c0, r, c)[0],
-                           SHAPE_OF_KIND[op.kind]) for op in streamed}
+                           SHAPE_OF_KIND[op.kind]) for op in here}
         bound.update({op.load: (operand_tile(op, resident[op.load].name, r0, c0, r, c)[0],
                                 SHAPE_OF_KIND[op.kind]) for op in shared})
         emitter.begin(r, c, bound)
-        _compute(kernel, emitter, c)
-        for store in outs:
+        if phase is None:
+            _compute(kernel, emitter, c)
+            storing = outs
+        else:
+            if phase == 0 and c0 == 0:
+                known.clear()
+            storing = _compute_pass(kernel, emitter, phase, c0, c, cols, known, outs, kinds)
+        for store in storing:
             result = emitter.computed[store.buffer]
             kind = kinds[store.buffer]
             want = (r, 1) if kind == "col" else (r, c)
@@ -326,7 +357,46 @@ def _compute(kernel: Kernel, emitter: TileEmitter, cols: int) -> None:
         emitter.define(s.buffer, emitter.value(s.body))
 
 
-def _reduce(emitter: TileEmitter, store: Store, cols: int):
+def _pass_loads(kernel: Kernel) -> list[set[L.Load]]:
+    """The loads each pass of a chunked row kernel evaluates: stage p's reductions and
+    per-row stores, then (last) the row pass."""
+    bodies = [[s.body for s in stage] + [s.body for s in kernel.pointwise if s.stage == p]
+              for p, stage in enumerate(kernel.stages)]
+    bodies.append([s.body for s in kernel.row_pointwise])
+    return [{ld for b in group for ld in L.loads(b)} for group in bodies]
+
+
+def _compute_pass(kernel: Kernel, emitter: TileEmitter, phase: int, c0: int, c: int, cols: int,
+                  known: dict, outs: list[Store], kinds: dict) -> list[Store]:
+    """One chunk of one pass over long rows; returns the stores ready to leave."""
+    for buffer, value in known.items():
+        emitter.define(buffer, value)
+    first, last = c0 == 0, c0 + c == cols
+    if phase < len(kernel.stages):
+        for s in kernel.stages[phase]:
+            result = _reduce(emitter, s, cols, first, last)
+            if last:
+                known[s.buffer] = result
+                emitter.define(s.buffer, result)
+        if last:
+            for s in kernel.pointwise:
+                if s.stage == phase:
+                    known[s.buffer] = emitter.value(s.body)
+                    emitter.define(s.buffer, known[s.buffer])
+        done = last and phase == len(kernel.stages) - 1 and not kernel.row_pointwise
+        return [s for s in outs if done and kinds[s.buffer] == "col"]
+    for s in kernel.row_pointwise:
+        emitter.define(s.buffer, emitter.value(s.body))
+    return [s for s in outs if kinds[s.buffer] != "col" or last]
+
+
+COMBINE = {"sum": "add", "mean": "add", "max": "max", "min": "min"}
+
+
+def _reduce(emitter: TileEmitter, store: Store, cols: int, first: bool = True,
+            last: bool = True):
+    """Reduce the tile's rows into the store's per-row accumulator; a chunk after the
+    first reduces into a partial and folds it in (``first``/``last`` chunk of a row)."""
     value = emitter.value(store.body)
     if is_scalar(value) or value[0].shape != emitter.extent:
         raise Unmappable(f"reduction {store.buffer} of a broadcast value")
@@ -335,9 +405,12 @@ def _reduce(emitter: TileEmitter, store: Store, cols: int):
     if rtype in ("sum", "mean") and np.dtype(store.body.dtype).kind != "f":
         raise Unmappable(f"{rtype} of {store.body.dtype}: NumPy accumulates integers in "
                          "64 bits, which the card has not")
-    out = emitter.tile(("reduce", store.buffer), (True, False),
-                       compute_format(store.reduction.dtype))
-    emitter.emit(VectorReduce("sum" if rtype == "mean" else rtype, out, tile, axis=1))
-    if rtype == "mean":
+    fmt = compute_format(store.reduction.dtype)
+    out = emitter.tile(("reduce", store.buffer), (True, False), fmt)
+    part = out if first else emitter.tile(("partial", store.buffer), (True, False), fmt)
+    emitter.emit(VectorReduce("sum" if rtype == "mean" else rtype, part, tile, axis=1))
+    if not first:
+        emitter.emit(VectorBinary(COMBINE[rtype], out, out, part))
+    if last and rtype == "mean":
         emitter.emit(VectorBinary("mul", out, out, 1.0 / cols))
     return out, (True, False)

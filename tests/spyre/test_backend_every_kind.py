@@ -196,3 +196,55 @@ def test_product_read_transposed_is_its_own_kernel():
 def test_batched_matmul_shapes_that_do_not_divide(batch, m, k, n, shared):
     b = uniform(k, n) if shared else uniform(batch, k, n)
     on_card(lambda a, b: np.tanh(a @ b), uniform(batch, m, k), b, scale=k)
+
+
+SMALL = dict(cores=4, scratchpad_usable_bytes=16 * 1024)  # rows of > ~1000 do not fit
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x, w, b):
+    m = x.mean(axis=-1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+    return (x - m) / np.sqrt(v + 1e-5) * w + b
+
+
+LONG_ROWS = {
+    "sum": (lambda x: x.sum(axis=1), 3000),
+    "max_min_mean": (lambda x: (x.max(axis=1), x.min(axis=1), x.mean(axis=1)), 10),
+    "softmax": (softmax, 1),
+    "layer_norm": (lambda x: layer_norm(x, x[0] * 0.5, x[1]), 3),
+    "sum_axis0": (lambda x: x.T.sum(axis=1), 3000),
+}
+
+
+@pytest.mark.parametrize("name", LONG_ROWS)
+def test_rows_longer_than_the_scratchpad_are_reduced_in_chunks(name):
+    from minicompile.spyre import SpyreConfig
+    fn, scale = LONG_ROWS[name]
+    x = uniform(7, 3001) if name != "sum_axis0" else uniform(3001, 7)
+    compiled = on_card(fn, x, scale=scale, config=SpyreConfig(**SMALL))
+    assert "chunks per pass" in compiled.program.device_steps[-1].plan
+
+
+def test_integer_max_over_long_rows():
+    from minicompile.spyre import SpyreConfig
+    on_card(lambda a: (a.max(axis=1), a.min(axis=1)), exact(5, 3001, dtype=np.int32),
+            config=SpyreConfig(**SMALL))
+
+
+def test_softmax_over_a_row_of_300k_on_the_full_card():
+    compiled = on_card(softmax, uniform(2, 300_000))
+    (step,) = compiled.program.device_steps
+    assert "chunks per pass" in step.plan
+
+
+@settings(max_examples=10, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.integers(1000, 2600))
+def test_chunked_rows_of_any_length(rows, cols):
+    from minicompile.spyre import SpyreConfig
+    on_card(lambda x: (softmax(x), x.sum(axis=1)), uniform(rows, cols), scale=cols,
+            config=SpyreConfig(**SMALL))

@@ -26,7 +26,8 @@ anything else               the host runs that step's ops with NumPy
 
 Comparisons, ``np.where`` and logic on masks, int8/int16/int32 and boolean
 data, transposed and strided reads (strided DMA, see :mod:`..spyre_gather`)
-and reductions over any axis run on the card.  A kernel with no mapping
+reductions over any axis, and rows longer than the scratchpad (walked in
+chunks, once per pass) run on the card.  A kernel with no mapping
 (64-bit or unsigned integers, integer division, sums of integers, which
 NumPy accumulates in 64 bits, a float-to-int cast) runs on the host between
 device programs, and the compile log and the report say so; it never gives a
