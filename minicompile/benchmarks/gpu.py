@@ -57,6 +57,14 @@ def mlp(x, w, b):
     return gelu(x @ w + b)
 
 
+def transpose_add(x):
+    return x.T + 1.0
+
+
+def batched_matmul(a, b):
+    return (a @ b) * 0.125
+
+
 def tiny(x):
     return x + 1.0
 
@@ -86,7 +94,8 @@ def _torch_fns() -> dict[str, Callable]:
         return t_gelu(x @ w + b)
 
     return {"gelu": t_gelu, "softmax": t_softmax, "layer_norm": t_layer_norm, "adam": t_adam,
-            "gelu_matmul": t_mlp, "tiny": lambda x: x + 1.0}
+            "gelu_matmul": t_mlp, "transpose": lambda x: x.T + 1.0,
+            "batched_matmul": lambda a, b: (a @ b) * 0.125, "tiny": lambda x: x + 1.0}
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,9 @@ WORKLOADS = [
     GpuWorkload("layer_norm", layer_norm, ((32768, 4096),), np.float32, 1),
     GpuWorkload("adam", adam, ((N64M,),) * 4, np.float32, 3),
     GpuWorkload("gelu_matmul", mlp, ((4096, 4096), (4096, 4096), (4096,)), np.float16, 1, 2.0 * 4096 ** 3),
+    GpuWorkload("transpose", transpose_add, ((8192, 8192),), np.float32, 1),
+    GpuWorkload("batched_matmul", batched_matmul, ((64, 1024, 128), (64, 128, 1024)), np.float16, 1,
+                2.0 * 64 * 1024 * 1024 * 128),
     GpuWorkload("tiny", tiny, ((8,),), np.float32, 1),
 ]
 
