@@ -30,6 +30,9 @@ demo: $(PYTHON)
 # Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found.
 test: $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[dev,triton]'
+	-@command -v dot >/dev/null && command -v chromium >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; } || \
+	  echo "graphviz/chromium not installed: picture and browser tests will skip"
 	$(PYTHON) -m pytest
 	@$(MAKE) --no-print-directory $(CAPTURES)
 

@@ -1,4 +1,4 @@
-"""``python -m minicompile demo`` and ``python -m minicompile bench``."""
+"""``python -m minicompile demo``, ``bench`` and ``report FILE.py:FUNCTION``."""
 from __future__ import annotations
 
 import argparse
@@ -15,12 +15,20 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", default="bench.json", help="where to write the results")
     bench.add_argument("--quick", action="store_true", help="small sizes, short runs")
     bench.add_argument("--gpu", action="store_true", help="the GPU suite: CuPy, triton backend, torch")
+    report = sub.add_parser("report", help="write an HTML page showing every stage of compiling a function")
+    report.add_argument("target", help="FILE.py:FUNCTION; inputs from FUNCTION_example_inputs() in that file")
+    report.add_argument("-o", "--output", help="the HTML file (default FUNCTION_report.html)")
+    report.add_argument("--backend", default="auto", help="eager, aot_eager, cpp, triton, spyre or auto")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
         from .demo import main as run_demo
 
         return run_demo(args.rows, args.cols)
+    if args.command == "report":
+        from .report.cli import main as run_report
+
+        return run_report(args.target, args.output, args.backend)
     if args.gpu:
         from .benchmarks.gpu import main as run_gpu_bench
 

@@ -1,0 +1,236 @@
+"""The HTML compile report: content, self-containment, the CLI, and a real browser."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minicompile as mc
+from minicompile.__main__ import main as cli
+from minicompile.ir import drawing
+from minicompile.report.html import SECTIONS
+
+
+def with_break(x, w):
+    h = x @ w
+    a = np.tanh(h + 1.0)
+    print("not traced")
+    return a.mean(axis=1) * 2
+
+
+def _line(fn, text):
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _ids(page):
+    return set(re.findall(r'\sid="([^"]+)"', page))
+
+
+@pytest.fixture
+def page_with_break(tmp_path):
+    x, w = np.random.rand(8, 4), np.random.rand(4, 3)
+    path = str(tmp_path / "report.html")
+    result = mc.report(with_break, path, backend="cpp")(x, w)
+    np.testing.assert_allclose(result, with_break(x, w))
+    return path, open(path, encoding="utf-8").read()
+
+
+def test_report_has_every_stage(page_with_break):
+    _, page = page_with_break
+    ids = _ids(page)
+    for section in ("summary", "source", "bytecode", "graphs", "guards", "schedule", "kernels", "timings", "log"):
+        assert section in ids, section
+    assert "training" not in ids  # nothing needs a gradient
+    assert "transformed with_break" in page  # the transformed bytecode of the break
+    assert "def guard(L, G)" in page
+    assert "kernel_0_add_tanh" in page and "extern np.matmul" in page
+    assert "def call(" in page  # the wrapper
+    assert "extern" in page and "# Calls" in page  # schedule and timing table
+
+
+def test_source_marks_break_and_guard_lines_and_links_kernels(page_with_break):
+    _, page = page_with_break
+    brk = _line(with_break, 'print("not traced")')
+    assert re.search(rf'<tr id="src-{brk}" class="break[^"]*"', page)
+    assert re.search(r'<tr id="src-\d+" class="[^"]*guard', page)
+    tanh = _line(with_break, "np.tanh")
+    row = re.search(rf'<tr id="src-{tanh}".*?</tr>', page).group(0)
+    assert "kernel_0_add_tanh" in row
+    # every in-page link has its target: kernels -> source lines and back
+    ids = _ids(page)
+    targets = re.findall(r'href="#([^"]+)"', page)
+    assert targets and all(t in ids for t in targets)
+    kernel_anchor = re.search(r'<h3 id="(k-[^"]*kernel_0_add_tanh)"', page).group(1)
+    section = page[page.index(f'id="{kernel_anchor}"'):]
+    assert f'href="#src-{tanh}"' in section[:600]
+
+
+def test_report_is_self_contained(page_with_break):
+    _, page = page_with_break
+    assert not re.search(r'<(script|img|link|iframe)[^>]+(src|href)=', page)
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    assert "@import" not in page and "url(" not in page
+
+
+@pytest.mark.skipif(drawing.dot_program() is None, reason="Graphviz `dot` is not installed")
+def test_pictures_are_inline_svg(page_with_break):
+    _, page = page_with_break
+    assert page.count("<svg") >= 4  # two captured graphs, two schedules
+
+
+def test_without_graphviz_the_page_shows_dot_text(tmp_path, monkeypatch):
+    monkeypatch.setattr(drawing, "dot_program", lambda: None)
+    path = str(tmp_path / "r.html")
+    mc.report(lambda x: np.exp(x).sum(), path, backend="cpp")(np.ones(4))
+    page = open(path).read()
+    assert "<svg" not in page
+    assert "Graphviz's <code>dot</code> was not found" in page and "digraph" in page
+
+
+def test_training_report_shows_joint_graph_and_cut(tmp_path):
+    def loss(x, w):
+        return (np.tanh(x @ w) ** 2).sum()
+
+    path = str(tmp_path / "train.html")
+    x = np.random.rand(4, 3)
+    w = mc.Tensor(np.random.rand(3, 2), requires_grad=True)
+    out = mc.report(loss, path, backend="cpp")(x, w)
+    np.testing.assert_allclose(out.data, loss(x, w.data))
+    out.backward()
+    np.testing.assert_allclose(w.grad, x.T @ (2 * np.tanh(x @ w.data) * (1 - np.tanh(x @ w.data) ** 2)))
+    page = open(path).read()
+    assert "training" in _ids(page)
+    assert "min-cut partition: saves" in page and "joint graph" in page
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 5), cols=st.integers(1, 5), scale=st.floats(-3, 3), seed=st.integers(0, 99))
+def test_report_returns_what_eager_numpy_returns(tmp_path_factory, rows, cols, scale, seed):
+    x = np.random.default_rng(seed).standard_normal((rows, cols))
+
+    def program(x):
+        return np.maximum(x * scale, 0.0).sum(axis=0), np.exp(-np.abs(x)).max()
+
+    path = str(tmp_path_factory.mktemp("r") / "r.html")
+    got = mc.report(program, path, backend="cpp")(x)
+    expected = program(x)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b)
+        assert np.asarray(a).dtype == np.asarray(b).dtype and np.shape(a) == np.shape(b)
+    assert "kernel_0" in open(path).read()
+
+
+def test_a_failing_call_still_writes_the_page(tmp_path):
+    def bad(x):
+        return np.exp(x) @ np.ones((7, 2))  # shapes do not match
+
+    path = str(tmp_path / "bad.html")
+    with pytest.raises(RuntimeError, match="report written"):
+        mc.report(bad, path, backend="cpp")(np.ones((2, 3)))
+    assert "The run raised" in open(path).read()
+
+
+USER_FILE = '''
+import numpy as np
+
+def scaled_softmax(x, t):
+    z = x / t
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+def scaled_softmax_example_inputs():
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal((4, 8)), 2.0), (rng.standard_normal((4, 8)), 3.0)]
+
+def no_inputs(x):
+    return x + 1
+'''
+
+
+def test_cli_writes_the_report_of_a_function_in_a_file(tmp_path, capsys):
+    source = tmp_path / "user_model.py"
+    source.write_text(textwrap.dedent(USER_FILE))
+    out = tmp_path / "softmax.html"
+    assert cli(["report", f"{source}:scaled_softmax", "-o", str(out), "--backend", "cpp"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    page = out.read_text()
+    assert "Recompiling scaled_softmax" in page  # t changed: a guard on its value failed
+    assert "def scaled_softmax(x, t):" in page
+
+
+def test_cli_says_how_to_provide_inputs(tmp_path, capsys):
+    source = tmp_path / "user_model.py"
+    source.write_text(textwrap.dedent(USER_FILE))
+    assert cli(["report", f"{source}:no_inputs"]) == 2
+    assert "def no_inputs_example_inputs()" in capsys.readouterr().err
+    assert cli(["report", f"{tmp_path}/missing.py:f"]) == 2
+    assert cli(["report", f"{source}:nothing_here"]) == 2
+
+
+def test_cli_uses_the_examples_own_inputs(tmp_path):
+    from minicompile.examples import gelu_layernorm
+
+    out = tmp_path / "gl.html"
+    assert cli(["report", f"{gelu_layernorm.__file__}:gelu_layernorm", "-o", str(out)]) == 0
+    assert "kernel_0" in out.read_text()
+
+
+# ---- in a real browser -----------------------------------------------------------------
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no Chromium found: `make test` installs Debian's chromium (apt-get install chromium)")
+
+
+def _headless(browser, *args, cwd):
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+           "--user-data-dir=" + str(cwd / "profile"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def _console_lines(stderr):
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_console_errors_are_detected(tmp_path):
+    """The check below can fail: a page with a script error shows up in the log."""
+    browser = _chromium()
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><script>missingFunction();</script></body></html>")
+    run = _headless(browser, "--dump-dom", bad.as_uri(), cwd=tmp_path)
+    assert any("missingFunction" in line for line in _console_lines(run.stderr))
+
+
+def test_report_loads_in_chromium_without_console_errors(page_with_break, tmp_path):
+    browser = _chromium()
+    path, _ = page_with_break
+    uri = "file://" + os.path.abspath(path)
+    run = _headless(browser, "--dump-dom", uri, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _console_lines(run.stderr) == []
+    dom = run.stdout
+    for section in ("summary", "source", "bytecode", "graphs", "guards", "schedule", "kernels", "timings"):
+        assert f'id="{section}"' in dom
+    shot = tmp_path / "report.png"
+    run = _headless(browser, f"--screenshot={shot}", "--window-size=1280,2400", uri, cwd=tmp_path)
+    assert shot.exists() and shot.read_bytes()[:4] == b"\x89PNG"
+    keep = os.environ.get("MINICOMPILE_REPORT_SCREENSHOT")
+    if keep:  # for looking at it: MINICOMPILE_REPORT_SCREENSHOT=/tmp/report.png
+        shutil.copy(shot, keep)
+
+
+def test_sections_are_listed_in_order():
+    assert SECTIONS[0] == "summary" and SECTIONS.index("source") < SECTIONS.index("kernels")
