@@ -1,20 +1,28 @@
-"""Whole-model benchmark: MobileNetV2 inference at 224×224.
+"""Whole-model benchmarks: MobileNetV2 inference at 224×224, and a GPT-style decoder
+(inference and one training step).
 
-In:  nothing (``main()``), or the batch sizes and whether to include torch.
-Out: a printed table — latency at batch 1 and throughput (images/s) at batch
-     32 — for eager NumPy, minicompile (cpp backend), and, where PyTorch is
-     installed, the same network in torch eager and under ``torch.compile``,
-     plus minicompile's compile time and its graph, kernel and extern counts.
+In:  nothing (``main()``), or whether to include torch.
+Out: printed tables, and the numbers as a dict —
 
-The torch network is built from the very weights of
-:mod:`minicompile.examples.mobilenet_v2` (NCHW convolutions in the
-channels-last memory format, so its activations are laid out as NumPy's
-NHWC ones), and its logits are checked against NumPy's before anything is
-timed.  Each engine runs the same inputs in one process; a time is the
-median of repeated runs after warm-up (:mod:`.timing`).
+* MobileNetV2: latency at batch 1 and throughput (images/s) at batch 32;
+* decoder (:mod:`minicompile.examples.decoder_block` at :data:`DECODER`):
+  inference latency and one SGD training step (forward, backward, update);
+
+each for eager NumPy (the ``mc.Tensor`` tape for training), minicompile
+(cpp backend), and, where PyTorch is installed, the same network in torch
+eager and under ``torch.compile``, plus minicompile's compile time (cold
+kernel cache) and its graph, break, kernel and extern counts.
+
+The torch networks are built from the very weights of the NumPy examples
+(MobileNetV2's NCHW convolutions in the channels-last memory format, so its
+activations are laid out as NumPy's NHWC ones), and their outputs are
+checked against NumPy's before anything is timed.  Each engine runs the same
+inputs in one process; a time is the median of repeated runs after warm-up
+(:mod:`.timing`).
 """
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import config
+from ..examples import decoder_block
 from ..examples import mobilenet_v2 as mnv2
 from .timing import format_seconds, median_seconds
 
@@ -89,7 +98,7 @@ def _row(name: str, t1: float | None, t32: float | None, base1: float, base32: f
 
 
 def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
-    """Measure every engine; returns the numbers printed by :func:`main`."""
+    """Measure every engine on MobileNetV2; returns the numbers printed by :func:`main`."""
     import minicompile as mc
     from ..inductor.compile_fx import compile_graph
 
@@ -165,7 +174,7 @@ def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
     }
 
 
-def main(with_torch: bool = True) -> dict[str, Any]:
+def print_mobilenet(with_torch: bool = True) -> dict[str, Any]:
     """Print the MobileNetV2 table (about a minute, two with torch.compile)."""
     r = run(with_torch)
     base1, base32 = r["times"]["numpy"]
@@ -181,6 +190,210 @@ def main(with_torch: bool = True) -> dict[str, Any]:
     if r["torch_compile_s"] is not None:
         print(f"torch.compile: first calls (compile) {r['torch_compile_s']:.1f} s for both batch sizes")
     return r
+
+
+# ---------------------------------------------------------------------------
+# The GPT-style decoder: inference and one training step
+# ---------------------------------------------------------------------------
+
+DECODER = decoder_block.Config(vocab=256, dim=256, heads=8, layers=2, hidden=768, seq=128)
+DECODER_BATCH = 4
+LEARNING_RATE = 0.02
+
+
+def _torch_decoder(heads: int, layers: int) -> tuple[Callable, Callable] | None:
+    """(forward, loss) of the decoder in PyTorch, op for op as in NumPy; None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+
+    def rms_norm(x, weight, eps=1e-6):
+        return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * weight
+
+    def rotate(x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    def attention(x, p, cos, sin, mask):
+        batch, seq, dim = x.shape
+        head_dim = dim // heads
+
+        def split(t):
+            return t.reshape(batch, seq, heads, head_dim).transpose(1, 2)
+
+        q = rotate(split(x @ p["wq"]), cos, sin)
+        k = rotate(split(x @ p["wk"]), cos, sin)
+        v = split(x @ p["wv"])
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
+        scores = torch.where(mask, scores, torch.tensor(-1e9, dtype=scores.dtype))
+        weights = torch.softmax(scores, dim=-1)
+        return (weights @ v).transpose(1, 2).reshape(batch, seq, dim) @ p["wo"]
+
+    def forward(params, tokens, cos, sin, mask):
+        x = params["embed"][tokens]
+        for i in range(layers):
+            p = params[f"layer{i}"]
+            x = x + attention(rms_norm(x, p["ln1"]), p, cos, sin, mask)
+            h = rms_norm(x, p["ln2"])
+            gate = h @ p["w_gate"]
+            x = x + (gate * torch.sigmoid(gate) * (h @ p["w_up"])) @ p["w_down"]
+        return rms_norm(x, params["norm"]) @ params["head"]
+
+    def loss(params, tokens, targets_onehot, cos, sin, mask):
+        log_probs = torch.log_softmax(forward(params, tokens, cos, sin, mask), dim=-1)
+        return -(log_probs * targets_onehot).sum(dim=-1).mean()
+
+    return forward, loss
+
+
+def _to_torch(params: dict, requires_grad: bool = False) -> dict:
+    import torch
+    return {k: _to_torch(v, requires_grad) if isinstance(v, dict)
+            else torch.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
+
+
+def _leaves(tree: dict) -> list:
+    return [x for v in tree.values() for x in (_leaves(v) if isinstance(v, dict) else [v])]
+
+
+def run_decoder(with_torch: bool = True, budget_s: float = 1.5) -> dict[str, Any]:
+    """Measure every engine on the decoder; returns the numbers printed by :func:`print_decoder`."""
+    import minicompile as mc
+    from ..inductor.compile_fx import compile_graph
+
+    cfg = DECODER
+    params = decoder_block.init_params(cfg)
+    cos, sin = decoder_block.rotary_tables(cfg)
+    mask = decoder_block.causal_mask(cfg)
+    tokens, targets = decoder_block.synthetic_tokens(cfg, DECODER_BATCH)
+    inputs = (tokens, cos, sin, mask, cfg.heads, cfg.layers)
+    data = (tokens, targets, cos, sin, mask, cfg.heads, cfg.layers)
+    compiled_graphs: dict[str, list] = {"inference": [], "training": []}
+
+    def recording(kind: str) -> Callable:
+        def backend(graph, example_inputs):
+            out = compile_graph(graph, example_inputs)
+            compiled_graphs[kind].append(out)
+            return out
+        return backend
+
+    mc.reset()
+    forward = mc.compile(decoder_block.forward, backend=recording("inference"))
+    loss = mc.compile(decoder_block.loss, backend=recording("training"))
+    compile_s = {
+        "inference": _cold_seconds(lambda: forward(params, *inputs)),
+        # forward and backward graphs: the backward compiles at the first backward()
+        "training": _cold_seconds(lambda: decoder_block.sgd_step(loss, params, data, LEARNING_RATE)),
+    }
+    explained = mc.explain(decoder_block.forward)(params, *inputs)
+    expected = decoder_block.forward(params, *inputs)
+    np.testing.assert_allclose(forward(params, *inputs), expected, rtol=1e-4, atol=1e-4)
+    eager_step = decoder_block.sgd_step(decoder_block.loss, params, data, LEARNING_RATE)
+    compiled_step = decoder_block.sgd_step(loss, params, data, LEARNING_RATE)
+    np.testing.assert_allclose(compiled_step[1], eager_step[1], rtol=1e-5)
+
+    engines: dict[str, dict[str, Callable[[], Any]]] = {
+        "numpy": {"inference": lambda: decoder_block.forward(params, *inputs),
+                  "training": lambda: decoder_block.sgd_step(decoder_block.loss, params, data, LEARNING_RATE)},
+        "minicompile": {"inference": lambda: forward(params, *inputs),
+                        "training": lambda: decoder_block.sgd_step(loss, params, data, LEARNING_RATE)},
+    }
+    torch_note, torch_compile_s = "", None
+    torch_fns = _torch_decoder(cfg.heads, cfg.layers) if with_torch else None
+    if torch_fns is not None:
+        import torch
+        t_forward, t_loss = torch_fns
+        t_params = _to_torch(params)
+        t_train = _to_torch(params, requires_grad=True)
+        t_inputs = (torch.from_numpy(tokens), torch.from_numpy(cos), torch.from_numpy(sin), torch.from_numpy(mask))
+        t_targets = torch.from_numpy(targets)
+        with torch.no_grad():
+            np.testing.assert_allclose(t_forward(t_params, *t_inputs).numpy(), expected, rtol=1e-3, atol=1e-3)
+        c_forward, c_loss = torch.compile(t_forward, dynamic=False), torch.compile(t_loss, dynamic=False)
+
+        def torch_infer(fn):
+            def infer():
+                with torch.no_grad():
+                    return fn(t_params, *t_inputs)
+            return infer
+
+        def torch_step(fn):
+            leaves = _leaves(t_train)
+
+            def step():
+                value = fn(t_train, t_inputs[0], t_targets, *t_inputs[1:])
+                value.backward()
+                with torch.no_grad():
+                    for p in leaves:
+                        p -= LEARNING_RATE * p.grad
+                        p.grad = None
+                return value
+            return step
+
+        start = time.perf_counter()
+        torch_infer(c_forward)()
+        torch_step(c_loss)()
+        torch_compile_s = time.perf_counter() - start
+        engines["torch eager"] = {"inference": torch_infer(t_forward), "training": torch_step(t_loss)}
+        engines["torch.compile"] = {"inference": torch_infer(c_forward), "training": torch_step(c_loss)}
+    elif with_torch:
+        torch_note = "(PyTorch not installed)"
+
+    times = {name: {kind: median_seconds(fn, warmup=2, min_runs=5, budget_s=budget_s) for kind, fn in kinds.items()}
+             for name, kinds in engines.items()}
+
+    def count(kind: str) -> dict[str, int]:
+        graphs = compiled_graphs[kind]
+        return {"compiled_graphs": len(graphs), "kernels": sum(len(g.kernels) for g in graphs),
+                "externs": sum(g.schedule.count("\nextern ") + g.schedule.startswith("extern ") for g in graphs)}
+
+    return {"config": vars(cfg) | {"batch": DECODER_BATCH}, "times": times, "compile_s": compile_s,
+            "torch_compile_s": torch_compile_s, "graphs": explained.graph_count,
+            "graph_breaks": explained.graph_break_count,
+            "inference": count("inference"), "training": count("training"), "torch_note": torch_note}
+
+
+def _cold_seconds(first_call: Callable[[], Any]) -> float:
+    """Wall time of a first call (capture, inductor and g++) with an empty kernel cache."""
+    saved_cache = config.cache_dir
+    with tempfile.TemporaryDirectory() as cold:
+        config.cache_dir = Path(cold)
+        try:
+            start = time.perf_counter()
+            first_call()
+            return time.perf_counter() - start
+        finally:
+            config.cache_dir = saved_cache
+
+
+def print_decoder(with_torch: bool = True) -> dict[str, Any]:
+    """Print the decoder table (under a minute, more with torch.compile)."""
+    r = run_decoder(with_torch)
+    cfg = DECODER
+    base = r["times"]["numpy"]
+    print(f"\nGPT-style decoder, {cfg.layers} layers, dim {cfg.dim}, {cfg.heads} heads, seq {cfg.seq}, "
+          f"batch {DECODER_BATCH}, float32 (medians)")
+    print(f"{'engine':<14} {'inference':>10} {'vs NumPy':>9} {'train step':>11} {'vs NumPy':>9}")
+    for name, t in r["times"].items():
+        print(f"{name:<14} {format_seconds(t['inference']):>10} {base['inference'] / t['inference']:>8.2f}x "
+              f"{format_seconds(t['training']):>11} {base['training'] / t['training']:>8.2f}x")
+    if r["torch_note"]:
+        print(f"{'torch':<14} {r['torch_note']}")
+    inf, tr = r["inference"], r["training"]
+    print(f"minicompile: {r['graphs']} graph(s), {r['graph_breaks']} break(s); inference {inf['kernels']} kernels, "
+          f"{inf['externs']} extern calls, compiled in {r['compile_s']['inference']:.1f} s; training step "
+          f"{tr['compiled_graphs']} graphs (forward, backward), {tr['kernels']} kernels, {tr['externs']} extern calls, "
+          f"compiled in {r['compile_s']['training']:.1f} s (cold cache)")
+    if r["torch_compile_s"] is not None:
+        print(f"torch.compile: first calls (compile) {r['torch_compile_s']:.1f} s for inference and training")
+    return r
+
+
+def main(with_torch: bool = True) -> dict[str, Any]:
+    """Both model tables; the numbers keyed by model."""
+    return {"mobilenet_v2": print_mobilenet(with_torch), "decoder_block": print_decoder(with_torch)}
 
 
 if __name__ == "__main__":
