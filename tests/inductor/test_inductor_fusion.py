@@ -48,6 +48,34 @@ def test_softmax_is_one_row_kernel_with_two_reduction_passes():
     assert "exp" not in scheduler.schedule(g, [rand(64, 33)]).buffers
 
 
+def test_softmax_row_kernel_computes_exp_once_per_element():
+    # exp(x - max) is read by the sum pass and the write pass: the sum pass
+    # keeps it in a per-row scratch array that the write pass reads back.
+    compiled = check(softmax_graph((64, 33)), [rand(64, 33)])
+    kernel = compiled.kernel_source.split('extern "C"', 1)[1]
+    assert kernel.count("mc_exp_f32(") == 1
+    assert "row0[33]" in kernel
+
+
+def test_row_scratch_over_two_reduced_axes_and_shared_transcendentals():
+    # A row of two axes (a flat scratch index) and two expensive values, each
+    # read by a later pass; values match NumPy, including -inf and NaN rows.
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((6, 5, 7), F32))
+    m = g.call("max", x, axis=(1, 2), keepdims=True)
+    e = g.call("exp", g.call("subtract", x, m))
+    t = g.call("tanh", x)
+    s = g.call("sum", g.call("multiply", e, t), axis=(1, 2), keepdims=True)
+    g.output([g.call("divide", g.call("add", e, t), s)])
+    a = rand(6, 5, 7)
+    a[1, 2, 3] = np.nan
+    a[2] = -np.inf
+    compiled = check(g, [a])
+    kernel = compiled.kernel_source.split('extern "C"', 1)[1]
+    assert kernel.count("mc_exp_f32(") == 1 and kernel.count("mc_tanh_f32(") == 1
+    assert "row1[35]" in kernel
+
+
 def test_layer_norm_is_one_kernel_without_intermediate_buffers():
     compiled = check(layer_norm_graph((32, 100)), [rand(32, 100)])
     assert len(compiled.kernels) == 1

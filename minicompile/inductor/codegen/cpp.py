@@ -40,6 +40,7 @@ from ... import config
 from .. import loop_ir as L
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule
+from ...ir.symbolic import input_symbols, is_symbolic, size_hint
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
 
@@ -48,6 +49,11 @@ from .cpp_prelude import PRELUDE
 PARALLEL_MIN_WORK = 1 << 15
 # Outputs per block of a column reduction: its accumulators stay in L1.
 COLUMN_BLOCK = 256
+# A row kernel keeps an expensive value read by several of its passes
+# (softmax's exp(x - max), read by the sum and by the division) in a per-thread
+# row of this many elements at most, instead of recomputing it per pass.
+ROW_SCRATCH_MAX = 1 << 14
+EXPENSIVE_OPS = frozenset({"exp", "log", "tanh", "sqrt", "sin", "cos", "power", "floor_divide", "remainder"})
 
 CTYPES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "bool",
@@ -203,11 +209,16 @@ class _KernelWriter(LineWriter):
     """Writes one kernel's C++ function."""
 
     render_index = staticmethod(render_index)
+    symbols: tuple[str, ...] = ()  # size symbols the kernel takes as arguments
+    parallel_if = ""  # an OpenMP if() clause when the work depends on sizes
 
     def __init__(self, kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str] = frozenset()):
         super().__init__(buffers, kernel.buffers_written)
         self.kernel = kernel
         self.internal = internal  # stores only this kernel reads: kept in registers
+        # value -> (scratch array, the pass that writes it); see _plan_row_scratch.
+        self.scratch: dict[L.Value, tuple[str, int]] = {}
+        self.scratch_index = "0"
 
     # -- values -----------------------------------------------------------------
 
@@ -284,7 +295,7 @@ class _KernelWriter(LineWriter):
 
     def parallel(self, extra: str = "") -> str:
         threads = f" num_threads({config.num_threads})" if config.num_threads > 0 else ""
-        return f"#pragma omp parallel for{extra}{threads}"
+        return f"#pragma omp parallel for{extra}{threads}{self.parallel_if}"
 
     # -- the kernel -------------------------------------------------------------
 
@@ -292,7 +303,9 @@ class _KernelWriter(LineWriter):
         k = self.kernel
         out_vars = [v for v in L.loop_vars("x", k.ranges) if v.size != 1]
         red_vars = [v for v in L.loop_vars("r", k.reduction_ranges) if v.size != 1]
-        big = k.work >= PARALLEL_MIN_WORK
+        big = k.work >= PARALLEL_MIN_WORK if not is_symbolic(k.work) else True
+        if is_symbolic(k.work):  # sizes known at run time: OpenMP decides there
+            self.parallel_if = f" if({k.work} >= {PARALLEL_MIN_WORK})"
         if self._column_reduction(out_vars, red_vars):
             self._generate_columns(out_vars, red_vars, big)
             return self._finish()
@@ -309,13 +322,15 @@ class _KernelWriter(LineWriter):
             for accs in stages:
                 self._declare_accumulators(accs)
         self.open_loops(out_vars, pragmas)
+        if out_vars:
+            self._plan_row_scratch(red_vars)
         identity = L.loop_index("x", k.ranges)
         for stage, accs in enumerate(stages):
             # One pass over the row per stage; a later stage reads the
             # finished results of the earlier ones as scalars.
             if out_vars:
                 self._declare_accumulators(accs)
-            self._reduction_loops(accs, red_vars, parallel=big and not out_vars)
+            self._reduction_loops(accs, red_vars, parallel=big and not out_vars, pass_index=stage)
             for acc, store in accs:
                 red = store.reduction
                 final = acc
@@ -323,7 +338,7 @@ class _KernelWriter(LineWriter):
                     final = f"{acc}_nan ? ({ctype(red.acc_dtype)})NAN : {acc}"
                 if red.reduction_type == "mean":
                     count = math.prod(red.reduction_ranges)
-                    final = f"{acc} / (double){count}"
+                    final = f"{acc} / (double)({count})"
                 self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
             for store in k.pointwise:
                 if store.stage == stage:
@@ -332,19 +347,77 @@ class _KernelWriter(LineWriter):
             if store.stage >= len(stages):
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         if k.row_pointwise:
-            self._row_pass(red_vars, parallel=big and not out_vars)
+            self._row_pass(red_vars, parallel=big and not out_vars, pass_index=len(stages))
         self.close_loops(len(out_vars))
         return self._finish()
+
+    def _passes(self) -> list[list[L.Value]]:
+        """The values each pass over the row computes: one pass per stage, then the row pass."""
+        k = self.kernel
+        return [[s.body for s in stage] for stage in k.stages] + [[s.body for s in k.row_pointwise]]
+
+    def _plan_row_scratch(self, red_vars: list[L.Var]) -> None:
+        """Declare a per-row scratch array for each expensive value that several
+        passes over the row compute: the first pass writes it, later passes read
+        it (the row is at most ROW_SCRATCH_MAX elements: it stays in L1/L2).
+        Called inside the output loop, so each thread has its own row."""
+        row = math.prod(v.size for v in red_vars)
+        if not red_vars or row > ROW_SCRATCH_MAX:
+            return
+        red_names = {v.name for v in red_vars}
+        passes = self._passes()
+        seen_in: dict[L.Value, set[int]] = {}
+        for i, bodies in enumerate(passes):
+            for body in bodies:
+                for v in _unmasked(body):
+                    seen_in.setdefault(v, set()).add(i)
+
+        def varies_along_row(v: L.Value) -> bool:
+            return any(var.name in red_names for ld in L.loads(v) for e in ld.index for var in e.free_vars())
+
+        def choose(v: L.Value) -> None:
+            if v in self.scratch or not isinstance(v, L.Op) or v.name in MASKED_OPS:
+                return
+            if len(seen_in[v]) > 1 and any(isinstance(u, L.Op) and u.name in EXPENSIVE_OPS for u in L.walk(v)) \
+                    and varies_along_row(v):
+                name = f"row{len(self.scratch)}"
+                self.scratch[v] = (name, min(seen_in[v]))
+                self.line(f"alignas(64) {ctype(v.dtype)} {name}[{row}];")
+                return
+            for a in v.args:
+                choose(a)
+
+        for bodies in passes:
+            for body in bodies:
+                choose(body)
+        terms, step = [], 1
+        for v in reversed(red_vars):
+            terms.append(v.name if step == 1 else f"{step}*{v.name}")
+            step *= v.size
+        self.scratch_index = " + ".join(reversed(terms))
+
+    def _enter_pass(self, pass_index: int) -> None:
+        """At the top of a pass's inner loop body: read the scratch values an
+        earlier pass wrote; compute and write those this pass is first to need."""
+        for v, (name, first) in self.scratch.items():
+            if first < pass_index:
+                t = self.tmp()
+                self.line(f"{ctype(v.dtype)} {t} = {name}[{self.scratch_index}];")
+                self.memo[v] = t
+        for v, (name, first) in self.scratch.items():
+            if first == pass_index:
+                self.line(f"{name}[{self.scratch_index}] = {self.value(v)};")
 
     def _finish(self) -> tuple[str, list[str]]:
         k = self.kernel
         params = [f"const {input_ctype(self.buffers[b].dtype)}* __restrict in_{b}" for b in self.reads]
         outs = [s.buffer for s in k.stores if s.buffer not in self.internal]
         params += [f"{ctype(self.buffers[b].dtype)}* __restrict out_{b}" for b in outs]
+        params += [f"const int64_t {s}" for s in self.symbols]
         header = f'extern "C" void {k.name}({", ".join(params)})'
         return "\n".join([header, "{"] + self.lines + ["}"]), self.reads + outs
 
-    def _row_pass(self, red_vars: list[L.Var], parallel: bool) -> None:
+    def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0) -> None:
         """The last pass over the row: every row store, at its own index."""
         pragmas: dict[int, str] = {}
         contiguous = bool(red_vars) and all(
@@ -356,6 +429,7 @@ class _KernelWriter(LineWriter):
             pragmas[0] = self.parallel(" simd" if contiguous and len(red_vars) == 1 else "")
         saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
         self.open_loops(red_vars, pragmas)
+        self._enter_pass(pass_index)
         for store in self.kernel.row_pointwise:
             self._store(store.buffer, store.index, self.value(store.body), store.body.dtype)
         self.close_loops(len(red_vars))
@@ -390,7 +464,7 @@ class _KernelWriter(LineWriter):
         """Blocks of :data:`COLUMN_BLOCK` outputs, each with an array of
         accumulators; rows stream through the block with a vector inner loop."""
         k, x = self.kernel, out_vars[-1]
-        block = min(COLUMN_BLOCK, x.size)
+        block = min(COLUMN_BLOCK, size_hint(x.size))  # any block is right: n_b clips the last
         pragmas = {0: self.parallel()} if big else {}
         self.open_loops(out_vars[:-1], pragmas)
         if big and len(out_vars) == 1:
@@ -437,7 +511,7 @@ class _KernelWriter(LineWriter):
             if self._tracks_nan(red):
                 final = f"{acc}_nan[i] ? ({ctype(red.acc_dtype)})NAN : {acc}[i]"
             if red.reduction_type == "mean":
-                final = f"{acc}[i] / (double){math.prod(red.reduction_ranges)}"
+                final = f"{acc}[i] / (double)({math.prod(red.reduction_ranges)})"
             self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
         for store in k.pointwise:  # epilogues (a bias, a clip) at each output
             self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
@@ -462,7 +536,8 @@ class _KernelWriter(LineWriter):
             if self._tracks_nan(red):
                 self.line(f"int {acc}_nan = 0;")
 
-    def _reduction_loops(self, accs: list[tuple[str, object]], red_vars: list[L.Var], parallel: bool) -> None:
+    def _reduction_loops(self, accs: list[tuple[str, object]], red_vars: list[L.Var], parallel: bool,
+                         pass_index: int = 0) -> None:
         clauses = ""
         for acc, store in accs:
             clauses += f" reduction({OMP_REDUCTION_OP[store.reduction.reduction_type]}:{acc})"
@@ -475,6 +550,7 @@ class _KernelWriter(LineWriter):
                 pragmas[0] = self.parallel(clauses) if len(red_vars) > 1 else self.parallel(" simd" + clauses)
         saved = dict(self.memo)
         self.open_loops(red_vars, pragmas)
+        self._enter_pass(pass_index)
         for acc, store in accs:
             red = store.reduction
             v = f"({ctype(red.acc_dtype)})({self.compute(store.body)})"
@@ -489,18 +565,28 @@ class _KernelWriter(LineWriter):
         self.memo = saved
 
     def _store(self, buffer: str, index: tuple[L.Expr, ...], expr: str, dtype: np.dtype) -> None:
-        name = self.tmp("s")
+        name = self.tmp("st")  # not "s": size symbols are s0, s1, ...
         self.line(f"{ctype(dtype)} {name} = {expr};")
         if buffer not in self.internal:
             self.line(f"out_{buffer}[{self.offset(buffer, index)}] = {name};")
         self.forwarded[(buffer, index)] = name
 
 
-def _object_entry(name: str, buffers: list[Buffer], reads: int) -> str:
-    """``<name>_obj(arrays...)``: calls ``name`` with each array's data pointer."""
-    params = ", ".join(f"void* a{i}" for i in range(len(buffers)))
-    ptrs = ", ".join(f"*({input_ctype(b.dtype) if i < reads else ctype(b.dtype)}**)((char*)a{i} + {ARRAY_DATA_OFFSET})"
-                     for i, b in enumerate(buffers))
+def _unmasked(value: L.Value):
+    """Sub-values computed unconditionally: not under a padded read's guard."""
+    yield value
+    if isinstance(value, L.Op) and value.name not in MASKED_OPS:
+        for a in value.args:
+            yield from _unmasked(a)
+    elif isinstance(value, L.Cast):
+        yield from _unmasked(value.value)
+
+
+def _object_entry(name: str, buffers: list[Buffer], reads: int, symbols: tuple[str, ...] = ()) -> str:
+    """``<name>_obj(arrays..., sizes...)``: calls ``name`` with each array's data pointer."""
+    params = ", ".join([f"void* a{i}" for i in range(len(buffers))] + [f"int64_t {s}" for s in symbols])
+    ptrs = ", ".join([f"*({input_ctype(b.dtype) if i < reads else ctype(b.dtype)}**)((char*)a{i} + {ARRAY_DATA_OFFSET})"
+                      for i, b in enumerate(buffers)] + list(symbols))
     return f'extern "C" void {name}_obj({params}) {{ {name}({ptrs}); }}'
 
 
@@ -530,11 +616,15 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
         PRELUDE.strip(),
     ]
     args: dict[str, list[str]] = {}
+    # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.
+    symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
     for kernel in schedule.kernels:
         internal = _internal_stores(schedule, kernel)
-        text, params = _KernelWriter(kernel, schedule.buffers, internal).generate()
+        writer = _KernelWriter(kernel, schedule.buffers, internal)
+        writer.symbols = symbols
+        text, params = writer.generate()
         parts.append(text)
         reads = len(params) - len(kernel.stores) + len(internal)
-        parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads))
+        parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads, symbols))
         args[kernel.name] = params
     return "\n\n".join(parts) + "\n", args
