@@ -68,7 +68,7 @@ class NumpyRecorder:
         self._hook_off = 0  # nesting of quiet()/suspended() blocks
         self._suspended = 0  # nesting of suspended() blocks
         self._running = False
-        self._methods: list[tuple[Any, int]] = []  # open C method calls: (function, start)
+        self._methods: list[tuple[Any, str, int]] = []  # open C method calls: (frame, name, start)
         self._previous_profile: Any = None
 
     # -- the stand-ins -------------------------------------------------------------
@@ -98,15 +98,17 @@ class NumpyRecorder:
         return call
 
     def _on_profile(self, frame: Any, event: str, arg: Any) -> None:
+        # A C call returns before its frame makes another, so the calling frame pairs
+        # c_call with its c_return (the bound method object itself may differ: 3.12+).
         if event == "c_call":
             owner = getattr(arg, "__self__", None)
             if self.depth == 0 and isinstance(owner, (np.ndarray, np.generic)):
                 self.depth += 1
-                self._methods.append((arg, perf_counter_ns()))
-        elif event in ("c_return", "c_exception") and self._methods and self._methods[-1][0] is arg:
-            fn, start = self._methods.pop()
+                self._methods.append((frame, arg.__name__, perf_counter_ns()))
+        elif event in ("c_return", "c_exception") and self._methods and self._methods[-1][0] is frame:
+            _, name, start = self._methods.pop()
             self.depth -= 1
-            self.record(f"ndarray.{fn.__name__}", start, perf_counter_ns())
+            self.record(f"ndarray.{name}", start, perf_counter_ns())
 
     # -- switching on and off ------------------------------------------------------------
 

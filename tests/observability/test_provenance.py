@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,6 +10,8 @@ import minicompile as mc
 from minicompile.aot.joint import build_joint_graph
 from minicompile.inductor import decompositions
 from minicompile.ir import passes
+
+pytestmark = pytest.mark.capture  # line numbers come from each Python version's bytecode
 
 UNARY = ["exp", "tanh", "sin", "negative", "abs", "sqrt"]
 
