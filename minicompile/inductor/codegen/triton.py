@@ -490,7 +490,8 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
     w.line(f"ynumel, xnumel = {ny}, {nx}")
     w.line(f"pid = {pid}")
     w.line("tiles_y, tiles_x = (ynumel + YBLOCK - 1) // YBLOCK, (xnumel + XBLOCK - 1) // XBLOCK")
-    w.line("outer = pid // (tiles_y * tiles_x)")
+    if math.prod(outer_ranges) > 1:
+        w.line("outer = pid // (tiles_y * tiles_x)")
     w.line(f"{yvar} = (pid // tiles_x) % tiles_y * YBLOCK + tl.arange(0, YBLOCK)[:, None]")
     w.line(f"{xvar} = pid % tiles_x * XBLOCK + tl.arange(0, XBLOCK)[None, :]")
     w.line(f"xmask = ({yvar} < ynumel) & ({xvar} < xnumel)")
