@@ -165,7 +165,10 @@ class Launcher:
     low-level launcher (:func:`~.triton_versions.low_level_launch`) on CuPy's
     current stream, and after a first call on 16-byte aligned arrays
     :attr:`fast` is a generated function that does only what depends on the
-    arrays: read their addresses, check their alignment, launch.
+    arrays: read their addresses, check their alignment, launch.  Triton's
+    launch hooks (a profiler such as proton) keep Triton's own path when they
+    are registered before a kernel's first call; registered later, they do
+    not see that kernel's launches.
     """
 
     def __init__(self, kernel: TritonKernel, fn: Any, on_gpu: bool):
