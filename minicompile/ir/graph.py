@@ -22,6 +22,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from . import dtypes as dt
+from . import symbolic
 from .ops import OpDef, TensorMeta, get_op
 
 
@@ -174,10 +175,26 @@ class Graph:
         if len(inputs) != len(ph):
             raise TypeError(f"graph takes {len(ph)} inputs, got {len(inputs)}")
         env: dict[Node, Any] = dict(zip(ph, inputs))
+        bindings = self.bind_symbols(inputs) if self.is_dynamic else None
         for node in self.nodes:
             if node.kind == "call":
-                env[node] = node.op.impl(*_map_nodes(node.args, env.__getitem__))
+                args = _map_nodes(node.args, env.__getitem__)
+                if bindings is not None:  # sizes in arguments (a reshape's shape) for this call
+                    args = symbolic.substitute(args, bindings)
+                env[node] = node.op.impl(*args)
         return tuple(env[n] for n in self.outputs)
+
+    # -- symbolic sizes ----------------------------------------------------
+
+    @property
+    def is_dynamic(self) -> bool:
+        """Whether some input has a symbolic size (``s0``): one graph for many shapes."""
+        return any(symbolic.is_symbolic(p.meta.shape) for p in self.placeholders)
+
+    def bind_symbols(self, inputs: Sequence[Any]) -> dict[str, int]:
+        """The value of each size symbol for these inputs (read off their shapes)."""
+        return symbolic.symbol_bindings([p.meta.shape for p in self.placeholders],
+                                        [getattr(x, "shape", ()) for x in inputs])
 
     # -- printing ----------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .ops.registry import DataDependent, TensorMeta
+from .symbolic import Sym, is_symbolic, size_hint
 
 _INVALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
             "and integer or boolean arrays are valid indices")
@@ -132,7 +133,7 @@ def canonical_key(key: Any, shape: tuple[int, ...]) -> tuple:
             n = shape[axis]
             if not -n <= e < n:
                 raise IndexError(f"index {e} is out of bounds for axis {axis} with size {n}")
-            out.append(e % n)
+            out.append(e if e >= 0 else e + n)
             axis += 1
         elif isinstance(e, slice):
             out.append(_canonical_slice(e, shape[axis]))
@@ -153,16 +154,52 @@ def canonical_key(key: Any, shape: tuple[int, ...]) -> tuple:
 
 def _canonical_slice(s: slice, n: int) -> slice:
     for part in (s.start, s.stop, s.step):
-        if part is not None and not _is_int(part):
+        if part is not None and not _is_int(part) and not isinstance(part, Sym):
             raise TypeError("slice indices must be integers or None or have an __index__ method")
     if s.step == 0:
         raise ValueError("slice step cannot be zero")
+    if is_symbolic((n, s)):
+        return _symbolic_slice(s, n)
     start, stop, step = s.indices(n)
     if not len(range(start, stop, step)):
         return slice(0, 0, 1)  # every empty slice is spelled the same
     if stop < 0:
         stop = None  # .indices() says -1 for "before the first element"
     return slice(start, stop, step)
+
+
+def _symbolic_slice(s: slice, n: Any) -> slice:
+    """``_canonical_slice`` for a symbolic axis length: Python's clamping rules,
+    each comparison a decision of the shape environment (a guard)."""
+    step = 1 if s.step is None else s.step
+    if step > 0:
+        start = 0 if s.start is None else _clamp(s.start, n, 0, n)
+        stop = n if s.stop is None else _clamp(s.stop, n, 0, n)
+    else:
+        start = n - 1 if s.start is None else _clamp(s.start, n, -1, n - 1)
+        stop = -1 if s.stop is None else _clamp(s.stop, n, -1, n - 1)
+    if range_length(start, stop, step) == 0:
+        return slice(0, 0, 1)
+    return slice(start, None if (isinstance(stop, int) and stop < 0) else stop, step)
+
+
+def _clamp(i: Any, n: Any, lo: Any, hi: Any) -> Any:
+    if i < 0:
+        i = i + n
+    return lo if i < lo else hi if i > hi else i
+
+
+def range_length(start: Any, stop: Any, step: int) -> Any:
+    """``len(range(start, stop, step))``, also for symbolic bounds.  A symbolic
+    span is divided exactly: the example's remainder is guarded
+    (``(s0 + 1) % 2 == 0``), so the length stays one expression."""
+    span, step = (stop - start, step) if step > 0 else (start - stop, -step)
+    if span <= 0:
+        return 0
+    if isinstance(span, int):
+        return -(-span // step)
+    adjust = (-size_hint(span)) % step
+    return (span + adjust) // step
 
 
 def _advanced_length(entry: Any) -> tuple[int, ...]:
@@ -199,7 +236,7 @@ def result_shape(key: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
         elif e is None:
             pieces.append((1,))
         elif isinstance(e, slice):
-            pieces.append((len(range(e.start, -1 if e.stop is None else e.stop, e.step)),))
+            pieces.append((range_length(e.start, -1 if e.stop is None else e.stop, e.step),))
             axis += 1
         elif isinstance(e, int) and not isinstance(e, bool) and not advanced:
             pieces.append(())

@@ -271,3 +271,24 @@ def optimize(graph: Graph, max_rounds: int = 4) -> Graph:
         if graph.python_code() == before:
             break
     return graph
+
+
+def specialize(graph: Graph, bindings: dict[str, int]) -> Graph:
+    """A copy of a dynamic-shape graph with every size symbol replaced by its
+    value in ``bindings``: each node is re-created, so every shape rule runs
+    again on the concrete sizes."""
+    from . import symbolic
+    from .ops import TensorMeta
+
+    new = Graph()
+    env: dict[Node, Node] = {}
+    for node in graph.nodes:
+        if node.kind == "placeholder":
+            meta = TensorMeta(symbolic.substitute(node.meta.shape, bindings), node.meta.dtype)
+            env[node] = new.placeholder(node.name, meta)
+        elif node.kind == "call":
+            args = symbolic.substitute(_map_args(node.args, env), bindings)
+            env[node] = new.call(node.op.name, *args)
+        else:
+            new.output([env[n] for n in node.args])
+    return new

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .pointwise import ufunc_loop_dtypes
-from .registry import OpDef, TensorMeta, broadcast_shapes, register, simple_op
+from .registry import OpDef, TensorMeta, broadcast_shapes, register, simple_op, symbolic_or_numpy
 
 
 def _matmul(x1, x2):
@@ -152,7 +152,34 @@ def _einsum_canon(args: dict[str, Any]) -> dict[str, Any]:
     return {**args, "operands": tuple(args["operands"])}
 
 
-simple_op("einsum", _einsum, "extern", scalar_result=True, canonicalize=_einsum_canon)
+def _einsum_shape(subscripts: str, operands: tuple, optimize: Any = False) -> tuple:
+    """einsum's output shape over symbolic sizes: each label's size, operands
+    agreeing where a label repeats (a guard ``s0 == s1`` when both are symbols)."""
+    if "..." in subscripts:
+        raise NotImplementedError("einsum with '...' over symbolic sizes")
+    spec = subscripts.replace(" ", "")
+    inputs, _, output = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError("more operands provided to einstein sum function than specified in the subscripts string")
+    sizes: dict[str, Any] = {}
+    for term, op in zip(terms, operands):
+        if len(term) != op.ndim:
+            raise ValueError(f"operand has more dimensions than subscripts given in einstein sum, "
+                             f"but no '...' ellipsis provided to broadcast the extra dimensions.")
+        for label, n in zip(term, op.shape):
+            have = sizes.get(label)
+            if have is None or have == 1:
+                sizes[label] = n
+            elif n != 1 and have != n:
+                raise ValueError(f"operands could not be broadcast together with remapped shapes")
+    if not _:
+        output = "".join(sorted(c for c in sizes if inputs.count(c) == 1))
+    return tuple(sizes[c] for c in output)
+
+
+simple_op("einsum", _einsum, "extern", scalar_result=True, canonicalize=_einsum_canon,
+          meta=symbolic_or_numpy(_einsum, _einsum_shape))
 
 
 def _convolve(a, v, mode="full"):

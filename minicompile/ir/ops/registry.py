@@ -47,6 +47,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .. import dtypes as dt
+from ..symbolic import is_symbolic
 
 
 class TensorMeta(NamedTuple):
@@ -146,7 +147,34 @@ def _shape_of(value: object) -> tuple[int, ...]:
 
 
 def broadcast_shapes(*operands: object) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*(_shape_of(o) for o in operands)))
+    shapes = [_shape_of(o) for o in operands]
+    if not any(is_symbolic(s) for s in shapes):
+        return tuple(np.broadcast_shapes(*shapes))
+    return symbolic_broadcast(shapes)
+
+
+def symbolic_broadcast(shapes: list[tuple]) -> tuple:
+    """NumPy's broadcasting rule, one dimension at a time, for symbolic sizes:
+    ``s0`` against ``s1`` asks the shape environment ``s0 == s1`` (a guard)."""
+    out: list = []
+    for i in range(1, max(map(len, shapes), default=0) + 1):
+        dim: Any = 1
+        for shape in shapes:
+            if i > len(shape):
+                continue
+            n = shape[-i]
+            if n is dim or n == 1:
+                continue
+            if dim == 1:
+                dim = n
+                continue
+            if dim == n:
+                continue
+            text = " ".join(str(tuple(s)) for s in shapes)
+            raise ValueError(f"shape mismatch: objects cannot be broadcast to a single shape.  "
+                             f"Mismatch is between arg shapes {text}")
+        out.append(dim)
+    return tuple(reversed(out))
 
 
 def normalize_axes(axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
@@ -216,6 +244,32 @@ def numpy_meta(impl: Callable[..., Any]) -> Callable[..., TensorMeta]:
 
     def meta(**args: Any) -> TensorMeta:
         return result_meta(run_on_ghosts(impl, args))
+
+    return meta
+
+
+def symbolic_or_numpy(impl: Callable[..., Any], symbolic_rule: Callable[..., tuple]) -> Callable[..., TensorMeta]:
+    """NumPy's answer on ghosts for concrete shapes; for symbolic ones, the
+    shape from ``symbolic_rule`` and the dtype from NumPy on one-element
+    samples of the same ranks (dtypes never depend on sizes).  A rule raises
+    NotImplementedError for a form it does not cover; ghosts then answer, and
+    the sizes they need become plain ints (specialized, guarded)."""
+
+    def sample(value: Any) -> Any:
+        if isinstance(value, TensorMeta):
+            return TensorMeta((1,) * value.ndim, value.dtype)
+        if isinstance(value, (tuple, list)):
+            return type(value)(sample(v) for v in value)
+        return value
+
+    def meta(**args: Any) -> TensorMeta:
+        if not any(is_symbolic(v) for v in args.values()):
+            return result_meta(run_on_ghosts(impl, args))
+        try:
+            shape = symbolic_rule(**args)
+        except NotImplementedError:  # a form the rule does not cover: ghosts specialize the sizes
+            return result_meta(run_on_ghosts(impl, args))
+        return TensorMeta(shape, result_meta(run_on_ghosts(impl, {k: sample(v) for k, v in args.items()})).dtype)
 
     return meta
 

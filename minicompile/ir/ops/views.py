@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..symbolic import Sym
 from .registry import (
     OpDef,
     TensorMeta,
@@ -32,6 +33,7 @@ from .registry import (
     normalize_axis,
     register,
     simple_op,
+    symbolic_or_numpy,
     with_signature,
 )
 
@@ -73,7 +75,7 @@ def _reshape_canon(args: dict[str, Any]) -> dict[str, Any]:
     a = args["a"]
     shape = node_free(args["shape"], "reshape's shape")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    shape = tuple(int(n) for n in shape)
+    shape = tuple(n if isinstance(n, Sym) else int(n) for n in shape)
     if shape.count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
     if -1 in shape:
@@ -223,6 +225,49 @@ def _column_stack(tup):
     return np.column_stack(tup)
 
 
+def _joined(arrays: Any) -> list[TensorMeta]:
+    return [arrays] if isinstance(arrays, TensorMeta) else list(arrays)
+
+
+def _same_dims(shapes: list[tuple], skip: int | None, what: str) -> None:
+    for shape in shapes[1:]:
+        if len(shape) != len(shapes[0]):
+            raise ValueError(f"all the input array dimensions except for the concatenation axis must match exactly")
+        for i, (a, b) in enumerate(zip(shapes[0], shape)):
+            if i != skip and a != b:
+                raise ValueError(f"all the input array dimensions except for the concatenation axis "
+                                 f"must match exactly, but along dimension {i}, {what}")
+
+
+def _concatenate_shape(arrays, axis=0, dtype=None, casting="same_kind") -> tuple:
+    metas = _joined(arrays)
+    if isinstance(arrays, TensorMeta):  # np.concatenate(x): x's rows joined
+        shape = arrays.shape
+        if axis != 0:
+            raise NotImplementedError("np.concatenate(x, axis) of one array")
+        return (shape[0] * shape[1],) + tuple(shape[2:])
+    if axis is None:
+        return (sum(m.size for m in metas),)
+    ax = normalize_axis(axis, metas[0].ndim)
+    _same_dims([m.shape for m in metas], ax, "the sizes differ")
+    shape = list(metas[0].shape)
+    shape[ax] = sum(m.shape[ax] for m in metas)
+    return tuple(shape)
+
+
+def _stack_shape(arrays, axis=0, dtype=None, casting="same_kind") -> tuple:
+    metas = _joined(arrays)
+    if isinstance(arrays, TensorMeta):
+        raise NotImplementedError("np.stack(x) of one array")
+    _same_dims([m.shape for m in metas], None, "the sizes differ")
+    ax = normalize_axis(axis, metas[0].ndim + 1)
+    shape = list(metas[0].shape)
+    shape.insert(ax, len(metas))
+    return tuple(shape)
+
+
+SYMBOLIC_JOIN = {"concatenate": _concatenate_shape, "stack": _stack_shape}
+
 for _name, _impl, _param in (
     ("concatenate", _concatenate, "arrays"),
     ("stack", _stack, "arrays"),
@@ -232,7 +277,8 @@ for _name, _impl, _param in (
     ("column_stack", _column_stack, "tup"),
 ):
     simple_op(_name, _impl, "layout",
-              canonicalize=(lambda p: (lambda args: _sequence(args, p)))(_param))
+              canonicalize=(lambda p: (lambda args: _sequence(args, p)))(_param),
+              meta=symbolic_or_numpy(_impl, SYMBOLIC_JOIN[_name]) if _name in SYMBOLIC_JOIN else None)
 
 
 # -- copies into a new arrangement --------------------------------------------------
