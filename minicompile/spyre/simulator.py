@@ -35,7 +35,7 @@ from .cost import (Calendar, dma_bytes, gather_bytes, matmul_cycles, ring_bytes,
 from .device import DTYPES
 from .dram import Dram
 from .errors import DmaRaceError, RingDeadlockError, UninitializedReadError
-from .isa import (COMPARE_OPS, Barrier, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul,
+from .isa import (Barrier, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul,
                   Program, Retile, RingBroadcast, RingRecv, RingSend, Tile, VectorBinary,
                   VectorReduce, VectorSelect, VectorUnary, reads, writes)
 from .report import Event, build_report

@@ -33,6 +33,11 @@ NumPy accumulates in 64 bits, a float-to-int cast) runs on the host between
 device programs, and the compile log and the report say so; it never gives a
 wrong answer.
 
+Consecutive device steps are merged into one program (:mod:`..spyre_merge`):
+values between them stay in DRAM, a barrier orders each step's stores before
+the next step's loads, and the next step's loads of graph inputs are issued
+while the previous step still computes.
+
 Precision: float data lives in DRAM as fp16 and is computed in fp32 (the
 matrix unit accumulates in fp32), so each stored value carries fp16 rounding (a
 relative error of about 2^-11 per store, 1e-3) plus fp32 rounding inside a
@@ -59,6 +64,7 @@ from .. import decompositions, loop_ir as L, scheduler
 from ..scheduler import Kernel, Schedule
 from ..spyre_loops import DeviceStep, plan_loops
 from ..spyre_matmul import epilogue_of, plan_matmul_step
+from ..spyre_merge import merge_steps
 from ..spyre_tiles import Unmappable
 
 F16 = np.dtype(np.float16)
@@ -306,13 +312,17 @@ def _unfused(graph: ir.Graph) -> ir.Graph:
 
 
 def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig | None = None,
-                  fuse: bool = True, functional: bool = True) -> SpyreCompiled:
-    """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion)."""
+                  fuse: bool = True, functional: bool = True,
+                  merge: bool = True) -> SpyreCompiled:
+    """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion);
+    ``merge=False`` runs each step as its own program (see :mod:`..spyre_merge`)."""
     cfg = config or SpyreConfig()
     graph = passes.optimize(decompositions.decompose(graph))
     scheduled = _unfused(graph) if not fuse else graph
     sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse)
     steps = plan(sched, cfg, fuse)
+    if merge:
+        steps = [_checked(s) if isinstance(s, DeviceStep) else s for s in merge_steps(steps)]
     for s in steps:
         if isinstance(s, HostStep):
             logs.log("spyre", f"{s.name}: runs on the host with NumPy: {s.reason}")
