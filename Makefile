@@ -12,7 +12,7 @@ CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
 # $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
 mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
 
-.PHONY: demo test bench bench-gpu clean $(CAPTURES)
+.PHONY: demo test bench bench-gpu tutorials clean $(CAPTURES)
 
 # Main venv (file target).
 $(PYTHON):
@@ -57,6 +57,14 @@ bench: $(PYTHON)
 # the packages already installed, so no venv.
 bench-gpu:
 	PYTHONPATH=. python3 -m minicompile bench --gpu
+
+# Each tutorial as a Jupyter notebook in build/notebooks (jupytext reads the "# %%" cells).
+tutorials: $(PYTHON)
+	$(PYTHON) -m pip install -q -e '.[notebooks]'
+	@mkdir -p build/notebooks
+	for f in tutorials/[0-9][0-9]_*.py; do \
+		$(PYTHON) -m jupytext --from py:percent --to ipynb -o build/notebooks/$$(basename $$f .py).ipynb $$f || exit 1; \
+	done
 
 clean:
 	rm -rf .venv .venv312 .venv313 build dist *.egg-info .pytest_cache .hypothesis .minicompile_cache

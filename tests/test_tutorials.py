@@ -18,3 +18,20 @@ def test_tutorial_runs(path, tmp_path):
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def test_readme_lists_every_tutorial_in_order():
+    readme = (ROOT / "tutorials" / "README.md").read_text()
+    positions = [readme.find(f"({path.name})") for path in TUTORIALS]
+    missing = [p.name for p, at in zip(TUTORIALS, positions) if at < 0]
+    assert not missing, f"tutorials/README.md does not link {missing}"
+    assert positions == sorted(positions)
+
+
+def test_tutorials_become_notebooks():
+    jupytext = pytest.importorskip("jupytext")
+    for path in TUTORIALS:
+        notebook = jupytext.read(path, fmt="py:percent")
+        kinds = {cell.cell_type for cell in notebook.cells}
+        assert kinds == {"markdown", "code"}, path.name
+        assert notebook.cells[0].cell_type == "markdown" and notebook.cells[0].source.startswith("# "), path.name
