@@ -33,13 +33,22 @@ def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.triton_wrapper import compile_graph  # imported lazily: needs triton
 
-    return compile_graph(graph, example_inputs)
+    return _per_shape(compile_graph, graph, example_inputs, "triton")
 
 
 def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.codegen.spyre import compile_graph  # imported lazily: the simulator is large
 
-    return compile_graph(graph, example_inputs)
+    return _per_shape(compile_graph, graph, example_inputs, "spyre")
+
+
+def _per_shape(compile_fn: Callable, graph: ir.Graph, example_inputs: list, name: str) -> Callable[..., tuple]:
+    """These backends plan for concrete sizes: a dynamic-shape graph is compiled per shape."""
+    if not graph.is_dynamic:
+        return compile_fn(graph, example_inputs)
+    from .inductor.dynamic import compile_dynamic
+
+    return compile_dynamic(graph, example_inputs, None, compile_fn, name)
 
 
 def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
@@ -82,8 +91,10 @@ def compile(
 ) -> Any:
     """Compile ``fn``; usable as ``@compile``, ``@compile(...)`` or ``compile(fn, ...)``.
 
-    ``dynamic`` is accepted for torch.compile compatibility; shapes are always
-    specialized for now.  ``options={"freezing": True}`` treats read-only input
+    ``dynamic``: ``None`` (default) compiles static shapes first and makes an
+    array axis symbolic once a call changes its size; ``True`` makes every
+    axis of size >= 2 symbolic from the start; ``False`` never (see
+    :mod:`minicompile.dynamo.dynamic_shapes`).  ``options={"freezing": True}`` treats read-only input
     arrays as constants: batch norm is folded into frozen weights and what they
     alone determine is computed once (:mod:`minicompile.ir.freezing`).
     """
@@ -97,7 +108,7 @@ def compile(
         raise ValueError(f"minicompile.compile: unknown options {sorted(options)}")
 
     def wrap(f: Callable) -> OptimizedFunction:
-        return OptimizedFunction(f, backend_fn, fullgraph, name)
+        return OptimizedFunction(f, backend_fn, fullgraph, name, dynamic)
 
     return wrap if fn is None else wrap(fn)
 

@@ -31,7 +31,8 @@ from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
-from .output_graph import OutputGraph
+from .dynamic_shapes import DynamicPolicy
+from .output_graph import OutputGraph, specialize_sizes
 from .symbolic_convert import InstructionTranslator
 from .variables import (
     ArrayVariable,
@@ -78,16 +79,38 @@ def frame_builtins(fn: types.FunctionType) -> dict:
 
 def capture(fn: types.FunctionType, L: dict[str, Any],
             wrap_function: Callable[[types.FunctionType], Any] | None = None,
-            allow_breaks: bool = True, scalars_as_inputs: bool = False) -> Capture:
+            allow_breaks: bool = True, scalars_as_inputs: bool = False,
+            dynamic: DynamicPolicy | None = None) -> Capture:
     """Trace ``fn`` symbolically for the frame values ``L``.
 
     With ``wrap_function`` (which compiles a function lazily), side effects get
     a compiled epilogue and, when ``allow_breaks``, a graph break that can be
-    resumed yields a break plan instead of an eager fallback."""
+    resumed yields a break plan instead of an eager fallback.  ``dynamic`` says
+    which array sizes become symbols; a capture that cannot keep them symbolic
+    to the end (a graph break, an epilogue) is redone with static sizes."""
+    if dynamic is not None and dynamic.any:
+        with warnings.catch_warnings(record=True):  # an internal error here: the static retry says it
+            cap = _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, dynamic)
+        if cap.graph is not None and cap.graph.is_dynamic and cap.break_plan is None \
+                and cap.break_reason is None:
+            return cap
+        if cap.graph is None and cap.break_reason is not None and cap.break_reason.numpy_error:
+            return cap  # NumPy rejects the program: static sizes would not help
+        logs.log("recompiles", lambda: f"{fn.__qualname__}: symbolic sizes dropped "
+                 f"({'a graph break' if cap.break_reason else 'no symbolic size left'}); static capture")
+    return _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, None)
+
+
+def _capture(fn: types.FunctionType, L: dict[str, Any],
+             wrap_function: Callable[[types.FunctionType], Any] | None,
+             allow_breaks: bool, scalars_as_inputs: bool,
+             dynamic: DynamicPolicy | None) -> Capture:
     start = time.perf_counter()
     logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(fn.__code__)}")
     output = OutputGraph()
     output.scalars_as_inputs = scalars_as_inputs
+    if dynamic is not None:
+        output.enable_dynamic(dynamic)
     tracer = InstructionTranslator(fn, L, output)
     try:
         result = tracer.run()
@@ -105,6 +128,11 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
         output.graph.output(outputs)
         graph = passes.dead_code_elimination(output.graph)
         reason = None
+        if output.symbols is not None:
+            # The trace is over: its size relations become guards, and from
+            # now on an undecided relation is an error, never a silent guess.
+            output.symbols.add_relation_guards(output.guards)
+            output.symbols.env.mode = "frozen"
     except Unsupported as e:
         graph, spec = None, None
         reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
@@ -140,7 +168,7 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
             outputs.append(node)
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
-        return ("const", var.value)
+        return ("const", specialize_sizes(var.value))  # a size returned: its value, guarded
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
         return (kind, [_output_spec(v, outputs) for v in var.items])
@@ -186,13 +214,15 @@ def _extractor(exprs: list[str], builtins_dict: dict, closure: tuple | None) -> 
 def compile_entry(
     fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool,
     wrap_function: Callable[[types.FunctionType], Any] | None = None, is_resume: bool = False,
+    dynamic: DynamicPolicy | None = None,
 ) -> CacheEntry:
     """Capture ``fn`` for this frame and compile the graph with ``backend``.
 
     ``wrap_function`` compiles the functions a graph break hands work to
     (resume functions, a callee that broke); without it a break runs eagerly.
     """
-    cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume)
+    cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume,
+                  dynamic=dynamic)
     fb = frame_builtins(fn)
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
@@ -218,10 +248,20 @@ def compile_entry(
         compiled = cap.graph  # nothing to compile: outputs are inputs or constants
     else:
         example_inputs = list(extract(L, fn.__globals__))
+        if cap.graph.is_dynamic and any(isinstance(x, Tensor) for x in example_inputs):
+            # The joint forward/backward graph is built for static sizes only.
+            logs.log("recompiles", lambda: f"{fn.__qualname__}: mc.Tensor inputs, static capture")
+            return compile_entry(fn, L, backend, fullgraph, wrap_function, is_resume, dynamic=None)
         try:
             if any(isinstance(x, Tensor) for x in example_inputs):
                 # Tensors in: compile forward and backward (AOTAutograd), record on the tape.
                 compiled = AotFunction(cap.graph, example_inputs, backend)
+            elif cap.graph.is_dynamic:
+                # Symbolic sizes: the backend as is if it copes, else one compile per shape.
+                from ..inductor.dynamic import compile_dynamic
+
+                compiled = compile_dynamic(cap.graph, example_inputs, backend, backend,
+                                           getattr(backend, "__name__", "custom"))
             else:
                 compiled = backend(cap.graph, example_inputs)
         except Exception as e:

@@ -19,12 +19,14 @@ from .. import config, logs
 from ..profiler import hooks as profiler_hooks
 from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
+from .dynamic_shapes import DynamicPolicy, changed_dims
 
 _ALL: "weakref.WeakSet[OptimizedFunction]" = weakref.WeakSet()  # for mc.reset()
 
 
 class OptimizedFunction:
-    def __init__(self, fn: types.FunctionType, backend: Backend, fullgraph: bool, backend_name: str):
+    def __init__(self, fn: types.FunctionType, backend: Backend, fullgraph: bool, backend_name: str,
+                 dynamic: bool | None = None):
         if not isinstance(fn, types.FunctionType):
             raise TypeError(
                 f"minicompile.compile expects a Python function, got {type(fn).__name__}"
@@ -36,6 +38,7 @@ class OptimizedFunction:
         self.cache: list[CacheEntry] = []
         self._bind = make_binder(fn)
         self._warned_limit = False
+        self.dynamic = DynamicPolicy(dynamic)
         functools.update_wrapper(self, fn)
         _ALL.add(self)
 
@@ -80,14 +83,30 @@ class OptimizedFunction:
             return self.fn(*args, **kwargs)
         if self.cache:
             logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
+            self._mark_dynamic(L, G)
         entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
-                              is_resume=self.fn.__code__.co_name.startswith("__resume_at_"))
+                              is_resume=self.fn.__code__.co_name.startswith("__resume_at_"),
+                              dynamic=self.dynamic)
         self.cache.append(entry)
         return entry.run(L, G, args, kwargs)
 
+    def _mark_dynamic(self, L: dict, G: dict) -> None:
+        """Automatic dynamic shapes: a miss caused only by changed array sizes
+        makes those axes symbolic in the next capture."""
+        if self.dynamic.mode is not None:
+            return
+        change = changed_dims(self.cache[-1].capture.guards, L, G, frame_builtins(self.fn), self.fn.__closure__)
+        if change is None:
+            return
+        dims, split = change
+        self.dynamic.dims |= dims
+        self.dynamic.distinct |= split
+        logs.log("recompiles", lambda: f"{self.fn.__qualname__}: sizes changed, next capture makes "
+                 "symbolic " + ", ".join(f"{src}.shape[{axis}]" for src, axis in sorted(dims)))
+
     def _wrap_function(self, fn: types.FunctionType) -> "OptimizedFunction":
         """Resume functions and callees that broke are compiled like this one."""
-        return OptimizedFunction(fn, self.backend, False, self.backend_name)
+        return OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode)
 
     def why_miss(self, L: dict, G: dict) -> str:
         """Which guard of the newest cache entry fails for this frame."""
@@ -100,6 +119,7 @@ class OptimizedFunction:
     def reset(self) -> None:
         self.cache.clear()
         self._warned_limit = False
+        self.dynamic = DynamicPolicy(self.dynamic.mode)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         # Decorating a method: bind like a function would.

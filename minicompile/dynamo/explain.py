@@ -59,7 +59,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         captures: list[Capture] = []
         RECORDERS.append(captures)
         try:
-            OptimizedFunction(target, lambda graph, example_inputs: graph, False, "eager")(*args, **kwargs)
+            dynamic = fn.dynamic.mode if isinstance(fn, OptimizedFunction) else None
+            OptimizedFunction(target, lambda graph, example_inputs: graph, False, "eager", dynamic)(*args, **kwargs)
         finally:
             RECORDERS.pop()
         out = ExplainOutput()

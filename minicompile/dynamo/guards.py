@@ -26,10 +26,17 @@ class Guard:
     check: str          # e.g. "L['x'].shape == (8, 16)"
     subject: str        # the expression whose value the check looks at
     lineno: int | None  # user source line that made us rely on it
+    # What a failure means to automatic dynamic shapes (see dynamic_shapes.py):
+    # "shape" (a whole static shape, ``expected`` holds it), "strides", or "dim"
+    # (sizes: ``dims`` lists the (array source, axis) pairs it relates); "" otherwise.
+    kind: str = ""
+    dims: tuple = ()
+    expected: Any = None
+    text: str | None = None  # the readable form over size symbols (``2 <= s0``)
 
     def __str__(self) -> str:
         where = f"  # line {self.lineno}" if self.lineno else ""
-        return f"{self.check}{where}"
+        return f"{self.text or self.check}{where}"
 
 
 @dataclass
@@ -38,10 +45,10 @@ class GuardSet:
     # Objects a guard compares against by identity or equality, by name.
     constants: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, source: Source, check: str, subject: str, lineno: int | None) -> None:
+    def add(self, source: Source, check: str, subject: str, lineno: int | None, **what: Any) -> None:
         if any(g.check == check for g in self.guards):
             return
-        self.guards.append(Guard(source, check, subject, lineno))
+        self.guards.append(Guard(source, check, subject, lineno, **what))
 
     def constant(self, value: Any) -> str:
         """A name under which ``value`` is visible to the guard function."""
@@ -66,9 +73,26 @@ class GuardSet:
         s = source.expr
         kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
         self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
-        self.add(source, f"{s}.shape == {tuple(value.shape)!r}", f"{s}.shape", lineno)
+        self.add(source, f"{s}.shape == {tuple(value.shape)!r}", f"{s}.shape", lineno,
+                 kind="shape", expected=tuple(value.shape))
         self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
-        self.add(source, f"{s}.strides == {tuple(value.strides)!r}", f"{s}.strides", lineno)
+        self.add(source, f"{s}.strides == {tuple(value.strides)!r}", f"{s}.strides", lineno, kind="strides")
+
+    def dynamic_array(self, source: Source, value: Any, shape: tuple, lineno: int | None) -> None:
+        """An ndarray input with symbolic sizes: type, rank, each static size,
+        ``2 <= s`` per symbol, dtype, and C-contiguity in place of exact strides."""
+        s = source.expr
+        self.add(source, f"type({s}) is ___ndarray", f"type({s})", lineno)
+        self.add(source, f"len({s}.shape) == {len(shape)}", f"len({s}.shape)", lineno)
+        for axis, n in enumerate(shape):
+            dim = f"{s}.shape[{axis}]"
+            if isinstance(n, int):
+                self.add(source, f"{dim} == {n}", dim, lineno, kind="dim", dims=((s, axis),))
+            else:
+                self.add(source, f"{dim} >= 2", dim, lineno, kind="dim", dims=((s, axis),),
+                         text=f"2 <= {n}  # {n} = {dim}")
+        self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
+        self.add(source, f"{s}.flags.c_contiguous", f"{s}.flags.c_contiguous", lineno, kind="strides")
 
     def value(self, source: Source, value: Any, lineno: int | None) -> None:
         """Type and value of a Python or NumPy scalar (or None, str, dtype)."""
@@ -133,6 +157,22 @@ class GuardSet:
             "CLOSURE": closure or (),
             **self.constants,
         }
+
+    def failing(self, L: dict, G: dict, builtins: dict, closure: tuple | None) -> list[Guard]:
+        """Every guard that fails on this frame (for automatic dynamic shapes)."""
+        namespace = {**self._namespace(builtins, closure), "L": L, "G": G}
+        out = []
+        for g in self.guards:
+            try:
+                ok = bool(eval(g.check, namespace))
+            except Exception:
+                ok = False
+            if not ok:
+                out.append(g)
+        return out
+
+    def evaluate(self, expr: str, L: dict, G: dict, builtins: dict, closure: tuple | None) -> Any:
+        return eval(expr, {**self._namespace(builtins, closure), "L": L, "G": G})
 
     def first_failure(self, L: dict, G: dict, builtins: dict, closure: tuple | None) -> str | None:
         """The first guard that fails on this frame, with what it saw instead."""

@@ -18,6 +18,8 @@ import numpy as np
 from .. import ir
 from ..aot.tensor import Tensor, grad_enabled
 from ..ir import dtypes
+from ..ir.symbolic import Sym
+from .dynamic_shapes import DynamicPolicy, SymbolTable
 from .exc import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
@@ -38,6 +40,22 @@ from .variables import (
 # them as the scalar's own method (np.reshape(s, ()) is s.reshape(())).  Methods of
 # a NumPy scalar always return scalars for 0-d results (see call_function).
 SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze"})
+
+# Ops whose arguments may hold symbolic sizes (their rules handle them); every
+# other op gets plain ints, each a guard ``s0 == <its value>``.
+SIZE_ARGUMENTS = frozenset({"reshape", "getitem", "setitem", "transpose"})
+
+
+def specialize_sizes(value: Any) -> Any:
+    """``value`` with each symbolic size replaced by its (guarded) example value."""
+    if isinstance(value, Sym):
+        return int(value)
+    if isinstance(value, (tuple, list)) and not isinstance(value, ir.TensorMeta):
+        return type(value)(specialize_sizes(v) for v in value)
+    if isinstance(value, slice):
+        return slice(*(specialize_sizes(v) for v in (value.start, value.stop, value.step)))
+    return value
+
 
 # Python values that are baked into the graph as constants (and guarded on value).
 CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
@@ -81,6 +99,11 @@ class OutputGraph:
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
         self.side_effects = SideEffects()
+        # Which array sizes become symbols (dynamic shapes); None: all static.
+        self.symbols: SymbolTable | None = None
+
+    def enable_dynamic(self, policy: DynamicPolicy) -> None:
+        self.symbols = SymbolTable(policy) if policy.any else None
 
     # -- values from the frame ------------------------------------------------------
 
@@ -112,7 +135,14 @@ class OutputGraph:
                                 f"id({source.expr})", lineno)
                 return alias[1]
             # Guard first: the decision that this input is (un)supported depends on them.
-            self.guards.array(source, value, lineno)
+            axes = self.symbols.policy.symbolic_axes(source.expr, value) if self.symbols else []
+            shape: tuple = tuple(value.shape)
+            if axes:
+                shape = tuple(self.symbols.size(source.expr, i, n, self.guards, source, lineno)
+                              if i in axes else n for i, n in enumerate(shape))
+                self.guards.dynamic_array(source, value, shape, lineno)
+            else:
+                self.guards.array(source, value, lineno)
             if type(value) is Tensor:
                 # Whether a gradient is wanted decides between a plain and a joint graph.
                 self.guards.add(source, f"{source.expr}.requires_grad == {value.requires_grad}",
@@ -120,9 +150,7 @@ class OutputGraph:
                 self.guards.add(source, f"___grad_enabled() == {grad_enabled()}", "___grad_enabled()", lineno)
             if value.dtype not in dtypes.SUPPORTED:
                 raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
-            node = self.graph.placeholder(
-                placeholder_name(source), ir.TensorMeta(value.shape, value.dtype)
-            )
+            node = self.graph.placeholder(placeholder_name(source), ir.TensorMeta(shape, value.dtype))
             self.input_sources.append(source)
             var = ArrayVariable(node, source)
             self._array_sources[id(value)] = (value, var)
@@ -228,6 +256,9 @@ class OutputGraph:
     def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks."""
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
+        if self.symbols is not None and op not in SIZE_ARGUMENTS:
+            # A size used as a value (x * n, np.full(..., n)): specialized.
+            graph_args = {k: specialize_sizes(v) for k, v in graph_args.items()}
         try:
             node = self.graph.call(op, **graph_args)
         except Unsupported:
