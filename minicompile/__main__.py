@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("target", help="FILE.py:FUNCTION; inputs from FUNCTION_example_inputs() in that file")
     report.add_argument("-o", "--output", help="the HTML file (default FUNCTION_report.html)")
     report.add_argument("--backend", default="auto", help="eager, aot_eager, cpp, triton, spyre or auto")
+    report.add_argument("--repeat", type=int, default=3, help="rounds of example calls (warm calls are timed)")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from .report.cli import main as run_report
 
-        return run_report(args.target, args.output, args.backend)
+        return run_report(args.target, args.output, args.backend, args.repeat)
     if args.gpu:
         from .benchmarks.gpu import main as run_gpu_bench
 

@@ -16,16 +16,23 @@ from .gather import Gathered, gather
 from .html import render_page, write_page
 
 
-def report(fn: Callable, path: str = "minicompile_report.html", backend: str | Callable = "auto") -> Callable[..., Any]:
+def report(fn: Callable, path: str = "minicompile_report.html", backend: str | Callable = "auto",
+           repeat: int = 1) -> Callable[..., Any]:
     """``report(fn, path)(*args, **kwargs)`` compiles ``fn`` afresh, calls it, writes the page
-    to ``path`` and returns ``fn``'s result (the page is written even if the call raises)."""
+    to ``path`` and returns ``fn``'s (last) result; the page is written even if the call raises.
+
+    ``repeat=N`` calls it N times with the same arguments, so the timings show warm
+    calls (kernels) after the first one (which compiles); a function that mutates
+    its arguments then mutates them N times."""
+    if repeat < 1:
+        raise ValueError(f"minicompile.report: repeat must be at least 1, got {repeat}")
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        g = gather(fn, [(args, kwargs)], backend)
+        g = gather(fn, [(args, kwargs)] * repeat, backend)
         write_page(g, path)
         if g.error is not None:
             raise RuntimeError(f"minicompile.report: {g.error} (report written to {path})")
-        return g.results[0]
+        return g.results[-1]
 
     return run
 

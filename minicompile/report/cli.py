@@ -8,6 +8,9 @@ Example inputs come from the module that defines the function, first found of:
 2. ``example_inputs()`` — the same, shared by the module's functions;
 3. ``example_input()`` — one argument (the built-in examples provide it).
 
+The provider is called ``--repeat`` times (default 3) and every call made, so
+the timings show warm calls after the first, compiling one.
+
 ``FILE.py`` may also be a module name (``minicompile.examples.gelu_layernorm``).
 """
 from __future__ import annotations
@@ -64,7 +67,7 @@ def example_calls(module: types.ModuleType, function: str) -> list[tuple[tuple, 
         f"tuples for several calls) in the same file")
 
 
-def main(target: str, output: str | None, backend: str) -> int:
+def main(target: str, output: str | None, backend: str, repeat: int = 3) -> int:
     from . import gather, write_page
 
     if ":" not in target:
@@ -76,7 +79,8 @@ def main(target: str, output: str | None, backend: str) -> int:
         fn: Any = getattr(module, function, None)
         if fn is None:
             raise ReportUsageError(f"{spec} has no function {function!r}")
-        calls = example_calls(module, function)
+        # Fresh inputs for every round: warm calls are timed, nothing is mutated twice.
+        calls = [call for _ in range(max(repeat, 1)) for call in example_calls(module, function)]
     except ReportUsageError as e:
         print(f"minicompile report: {e}", file=sys.stderr)
         return 2

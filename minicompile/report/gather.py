@@ -84,7 +84,9 @@ def gather(fn: Callable, calls: list[tuple[tuple, dict]], backend: str | Callabl
     if not isinstance(target, types.FunctionType):
         raise TypeError(f"minicompile.report expects a Python function, got {type(target).__name__}")
     backend_fn, backend_name = lookup_backend(backend)
-    before = set(map(id, eval_frame._ALL))
+    # Held, not only their ids: a function freed during the run could lend its id to a new one.
+    existing = list(eval_frame._ALL)
+    before = set(map(id, existing))
     compiled = OptimizedFunction(target, backend_fn, False, backend_name)
     previous = set(logs._enabled)
     captured = io.StringIO()
@@ -100,6 +102,7 @@ def gather(fn: Callable, calls: list[tuple[tuple, dict]], backend: str | Callabl
     finally:
         logs._enabled = previous
     created = [f for f in list(eval_frame._ALL) if id(f) not in before]
+    del existing
     created.sort(key=lambda f: (f is not compiled, f.fn.__code__.co_firstlineno, f.fn.__name__))
     frames = [Frame(f.fn.__qualname__, f.fn.__code__, list(f.cache)) for f in created if f.cache]
     filename, first, lines = _source(target)

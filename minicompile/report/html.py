@@ -20,6 +20,8 @@ from typing import Any
 from ..aot import partition as aot_partition
 from ..dynamo import bytecode
 from ..ir import drawing
+from ..profiler.events import SPYRE
+from ..profiler.plot import COLOURS
 from .gather import Gathered, compiled_graphs, kernel_groups, relative
 
 SECTIONS = ("summary", "source", "bytecode", "graphs", "guards", "training", "schedule", "kernels",
@@ -81,7 +83,7 @@ def _picture(dot: str) -> str:
     if drawing.dot_program() is not None:
         try:
             svg = drawing.render(dot, "svg").decode()
-            return f'<div class="picture">{svg[svg.find("<svg"):]}</div>'
+            return f'<div class="picture graph">{svg[svg.find("<svg"):]}</div>'
         except RuntimeError as e:
             return f'<p class="missing">{_e(e)}</p>' + _pre(dot)
     return (f'<p class="missing">Graphviz\'s <code>dot</code> was not found: showing DOT text. '
@@ -289,7 +291,8 @@ class _Page:
     def timings(self) -> str:
         prof = self.g.profile
         body = "<p>Wall time of the report's calls (first call compiles). Kernel rows come from the " \
-               "instrumented wrapper; see <code>mc.profile</code>.</p>" + _pre(prof.table(row_limit=40))
+               "instrumented wrapper; see <code>mc.profile</code>.</p>" + _timeline(prof) \
+               + _pre(prof.table(row_limit=40))
         compile_rows = []
         for f in self.g.frames:
             for ei, e in enumerate(f.entries):
@@ -326,6 +329,35 @@ class _Page:
                 f"<header><h1>minicompile report: {_e(g.fn.__qualname__)}</h1><p>backend {_e(g.backend)} · "
                 f"{_e(relative(g.filename))} · minicompile {__version__}</p></header><nav>{nav}</nav>"
                 f"<main>{''.join(self.out)}</main><script>{JS}</script></body></html>\n")
+
+
+def _timeline(prof: Any, width: int = 1100, row: int = 18, limit: int = 3000) -> str:
+    """The profile as an inline SVG: one row per nesting depth, hover for name and time."""
+    events = [e for e in prof.events if e.dur_ns > 0][:limit]
+    if not events:
+        return ""
+    rows = sorted({(e.track, e.depth) for e in events})
+    y_of = {r: i for i, r in enumerate(rows)}
+    span = max(max(e.end_ns for e in events) - prof.start_ns, 1)
+    label_w = 110
+    scale = (width - label_w) / span
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(rows) + 24}" '
+             f'font-family="sans-serif" font-size="11">']
+    for (track, depth), i in y_of.items():
+        name = "Spyre (sim.)" if track == SPYRE else "host"
+        parts.append(f'<text x="0" y="{i * row + 13}">{name} depth {depth}</text>')
+    for e in events:
+        x = label_w + (e.start_ns - prof.start_ns) * scale
+        w = max(e.dur_ns * scale, 0.5)
+        tip = f"{e.name} ({e.cat}): {e.dur_ns / 1e3:.1f} us"
+        parts.append(f'<rect x="{x:.2f}" y="{y_of[(e.track, e.depth)] * row + 2}" width="{w:.2f}" '
+                     f'height="{row - 4}" fill="{COLOURS.get(e.cat, "#999")}"><title>{_e(tip)}</title></rect>')
+    axis_y = row * len(rows) + 16
+    parts.append(f'<text x="{label_w}" y="{axis_y}">0 ms</text><text x="{width - 80}" y="{axis_y}">'
+                 f'{span / 1e6:.2f} ms</text></svg>')
+    legend = "".join(f'<span><span class="kernel-link" style="background:{c}">&nbsp;</span> {_e(cat)}</span>'
+                     for cat, c in COLOURS.items() if any(e.cat == cat for e in events))
+    return f'<div class="picture">{"".join(parts)}</div><p class="legend">{legend}</p>'
 
 
 def _kernel_anchor(frame: int, entry: int, label: str, kernel: str) -> str:

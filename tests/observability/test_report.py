@@ -85,7 +85,7 @@ def test_report_is_self_contained(page_with_break):
 @pytest.mark.skipif(drawing.dot_program() is None, reason="Graphviz `dot` is not installed")
 def test_pictures_are_inline_svg(page_with_break):
     _, page = page_with_break
-    assert page.count("<svg") >= 4  # two captured graphs, two schedules
+    assert page.count('<div class="picture graph"><svg') == 4, re.findall(r'<h3>[^<]*</h3>|class="missing">[^<]*', page)  # two captured graphs, two schedules
 
 
 def test_without_graphviz_the_page_shows_dot_text(tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def test_without_graphviz_the_page_shows_dot_text(tmp_path, monkeypatch):
     path = str(tmp_path / "r.html")
     mc.report(lambda x: np.exp(x).sum(), path, backend="cpp")(np.ones(4))
     page = open(path).read()
-    assert "<svg" not in page
+    assert 'class="picture graph"' not in page
     assert "Graphviz's <code>dot</code> was not found" in page and "digraph" in page
 
 
@@ -234,3 +234,33 @@ def test_report_loads_in_chromium_without_console_errors(page_with_break, tmp_pa
 
 def test_sections_are_listed_in_order():
     assert SECTIONS[0] == "summary" and SECTIONS.index("source") < SECTIONS.index("kernels")
+
+
+def test_repeat_times_warm_calls(tmp_path):
+    path = str(tmp_path / "r.html")
+    x = np.random.rand(6, 5)
+    out = mc.report(lambda x: np.tanh(x * 2).sum(axis=1), path, backend="cpp", repeat=3)(x)
+    np.testing.assert_allclose(out, np.tanh(x * 2).sum(axis=1))
+    page = open(path).read()
+    assert re.search(r"kernel_0_multiply_tanh_sum +kernel .* 2\n", page)  # two warm calls
+    with pytest.raises(ValueError, match="repeat"):
+        mc.report(np.exp, path, repeat=0)
+
+
+@pytest.mark.parametrize("backend", ["spyre", "triton", "eager"])
+def test_every_backend_gets_a_consistent_page(tmp_path, backend):
+    if backend == "triton":
+        pytest.importorskip("triton")
+
+    def g(x, w):
+        return np.maximum(x @ w, 0).sum(axis=1)
+
+    x = np.random.rand(32, 16).astype(np.float32)
+    w = np.random.rand(16, 8).astype(np.float32)
+    path = str(tmp_path / "r.html")
+    np.testing.assert_allclose(mc.report(g, path, backend=backend)(x, w), g(x, w), rtol=2e-2)
+    page = open(path).read()
+    ids = _ids(page)
+    assert all(t in ids for t in re.findall(r'href="#([^"]+)"', page))
+    links = re.findall(r'class="kernel-link" href="#([^"]+)"', page)
+    assert bool(links) == (backend != "eager")  # compiled backends link lines to kernels
