@@ -20,8 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ir, logs
-from ..ir import passes
-from . import codecache, decompositions, memory, scheduler, wrapper
+from ..ir import passes, symbolic
+from . import codecache, decompositions, dynamic, memory, scheduler, wrapper
 from .codegen import cpp
 
 
@@ -98,8 +98,24 @@ def _first_lines(text: str, n: int = 12) -> str:
 
 def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion: bool = True) -> CompiledGraph:
     """Compile ``graph`` for inputs laid out like ``example_inputs``
-    (``row_fusion=False``: no multi-pass row kernels, for comparison)."""
+    (``row_fusion=False``: no multi-pass row kernels, for comparison).
+    A graph with symbolic sizes gets kernels taking the sizes as arguments,
+    or, where the loops cannot express them, one compile per shape."""
+    if graph.is_dynamic:
+        def static(g: ir.Graph, inputs: list) -> CompiledGraph:
+            return compile_graph(g, inputs, row_fusion)
+
+        def symbolic_sizes(g: ir.Graph, inputs: list) -> CompiledGraph:
+            return _compile(g, inputs, row_fusion, sizes_as_args=True)
+
+        return dynamic.compile_dynamic(graph, example_inputs, symbolic_sizes, static, "cpp")
+    return _compile(graph, example_inputs, row_fusion)
+
+
+def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False) -> CompiledGraph:
     graph = passes.optimize(decompositions.decompose(graph))
+    if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
+        raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
     plan = memory.plan(sched, kernel_args)
@@ -111,6 +127,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
         except codecache.CompilerNotFound as why:
             return _fallback(graph, str(why), str(sched))
         except codecache.CompileError as why:
+            if sizes_as_args:
+                raise symbolic.SymbolicUnsupported(f"the C++ compiler refused it: {_first_lines(str(why), 3)}")
             return _fallback(graph, _first_lines(str(why)), str(sched))
     logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
     call = wrapper.build(wrapper_source, sched, kernel_args, lib)

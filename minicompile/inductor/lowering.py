@@ -175,9 +175,11 @@ def lower_reshape(node: ir.Node) -> L.Pointwise:
     else:
         # Row-major flat position in the new shape, unravelled in the old one.
         flat = L.linearize(index, L.contiguous_strides(node.shape))
+        # The outermost axis needs no modulo (flat // stride0 < n0 already), which
+        # also keeps a symbolic batch size out of the index arithmetic.
         src = tuple(
-            L.mod(L.floordiv(flat, stride), n)
-            for stride, n in zip(L.contiguous_strides(a.shape), a.shape)
+            L.floordiv(flat, stride) if i == 0 else L.mod(L.floordiv(flat, stride), n)
+            for i, (stride, n) in enumerate(zip(L.contiguous_strides(a.shape), a.shape))
         )
     return L.Pointwise(node.name, node.shape, L.Load(a.name, src, a.dtype), is_view=True)
 

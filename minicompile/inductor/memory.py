@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import get_op
+from ..ir.symbolic import size_hint
 from .scheduler import Kernel, Schedule
 
 # Op kinds whose NumPy implementation may return a view of an input.
@@ -83,7 +84,7 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
                 result.reuse[name] = match
             storage[name] = match if match is not None else name
             in_use.add(storage[name])
-        live = sum(nbytes[a] for a in in_use)
+        live = sum(size_hint(nbytes[a]) for a in in_use)  # the example's sizes: a statistic
         result.peak_intermediate_bytes = max(result.peak_intermediate_bytes, live)
         dying = [b for b in _reads(step, kernel_args) if last_read.get(b) == i]
         dying += [b for b in written if b not in last_read]  # written, never read

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir, logs
+from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
 from .conv_lowering import map_loads_guarded
 from .lowering import TRANSCENDENTAL, lower
@@ -187,6 +188,9 @@ class Schedule:
 def _input_buffer(node: ir.Node, example: Any) -> tuple[Buffer, InputLayout]:
     arr = example if isinstance(example, np.ndarray) else np.asarray(example)
     itemsize = node.dtype.itemsize
+    if is_symbolic(node.shape):  # guarded C-contiguous: strides follow from the sizes
+        return (Buffer(node.name, node.shape, node.dtype, L.contiguous_strides(node.shape), "input"),
+                InputLayout(node.name, False))
     odd = any(s % itemsize for s in arr.strides) or arr.shape != node.shape
     if odd or not isinstance(example, np.ndarray):
         strides = L.contiguous_strides(node.shape)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..ir.dtypes import short_name
 from ..ir.graph import format_value
+from ..ir.symbolic import input_symbols
 from . import loop_ir as L
 from . import memory
 from .codegen.cpp import ARRAY_DATA_OFFSET
@@ -85,6 +86,9 @@ class _WrapperWriter:
         reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels}
         reserved |= {f"_op_{n.op.name}" for n in schedule.graph.calls}
         reserved |= {_dtype_global(b.dtype) for b in schedule.buffers.values()}
+        # Size symbols (dynamic shapes): read off the inputs on entry, passed to every kernel.
+        self.symbols = input_symbols([p.meta.shape for p in schedule.graph.placeholders])
+        reserved |= set(self.symbols)
         self.names = Names(reserved)
         self.var: dict[str, str] = {}  # buffer/view/input name -> local variable
         self.kernel_read = {b for args in kernel_args.values() for b in args}
@@ -112,6 +116,8 @@ class _WrapperWriter:
             params.append(local)
             self.var[layout.name] = local
         header = f"def call({', '.join(params)}):"
+        for sym, (i, axis) in self.symbols.items():
+            self.emit(f"{sym} = {params[i]}.shape[{axis}]")
         for layout, param in zip(self.s.inputs, params):
             if layout.needs_array:
                 buf = self.s.buffers[layout.name]
@@ -159,7 +165,7 @@ class _WrapperWriter:
         # Arrays go to the kernel's _obj entry as objects, which reads their
         # data pointers in C; ``.ctypes.data`` costs ~0.7 us per array.
         suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
-        ptrs = ", ".join(f"{self.var[b]}{suffix}" for b in self.kernel_args[kernel.name])
+        ptrs = ", ".join([f"{self.var[b]}{suffix}" for b in self.kernel_args[kernel.name]] + list(self.symbols))
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
@@ -187,9 +193,11 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         namespace[_dtype_global(buf.dtype)] = buf.dtype
     for node in schedule.graph.calls:
         namespace[f"_op_{node.op.name}"] = node.op.impl
+    symbols = input_symbols([p.meta.shape for p in schedule.graph.placeholders])
     for kernel in schedule.kernels:
         fn = lib[kernel.name + ("_obj" if ARRAYS_BY_OBJECT else "")]
-        fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * len(kernel_args[kernel.name])
+        fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * len(kernel_args[kernel.name]) \
+            + [ctypes.c_int64] * len(symbols)
         fn.restype = None
         namespace[kernel.name] = fn
     exec(compile(source, "<minicompile wrapper>", "exec"), namespace)
