@@ -30,6 +30,11 @@ from .graph import Graph, Node
 from .ops import TensorMeta
 
 
+# Op kinds whose result is always a new array (a view, an index or a library
+# call may hand back memory of its input).
+FRESH_RESULT_KINDS = frozenset({"pointwise", "reduction", "scan", "layout", "creation"})
+
+
 def is_frozen(value: Any) -> bool:
     """A read-only ndarray owning its memory: its values cannot change in place."""
     return (type(value) is np.ndarray and not value.flags.writeable
@@ -66,10 +71,15 @@ def freeze(graph: Graph, example_inputs: list) -> FrozenGraph:
     names = {placeholders[i].name for i in frozen}
     graph = fold_batchnorm(graph, names)
     fixed = fixed_nodes(graph, names)
-    outputs = set(graph.outputs)
-    # Worth computing ahead: a call fed by frozen inputs, not an output (the
-    # caller gets a fresh array), and no larger than the frozen data it reads
-    # (a broadcast would turn a small weight into a large constant).
+    # An output, or a value an output may be a view of, is computed every call:
+    # the caller gets a fresh array, never a view into a kept constant.
+    shared = set(graph.outputs)
+    for node in reversed(graph.nodes):
+        if node in shared and node.kind == "call" and node.op.kind not in FRESH_RESULT_KINDS:
+            shared.update(node.inputs)
+    # Worth computing ahead: a call fed by frozen inputs, not shared with an
+    # output, and no larger than the frozen data it reads (a broadcast would
+    # turn a small weight into a large constant).
     source_size: dict[Node, int] = {}
     folded: set[Node] = set()
     for node in graph.nodes:
@@ -80,7 +90,7 @@ def freeze(graph: Graph, example_inputs: list) -> FrozenGraph:
             continue
         ins = node.inputs
         source_size[node] = max([source_size[i] for i in ins], default=0)
-        if (node.name in fixed and node not in outputs and source_size[node] > 0
+        if (node.name in fixed and node not in shared and source_size[node] > 0
                 and node.meta.size <= source_size[node] and all(i.kind == "placeholder" or i in folded for i in ins)):
             folded.add(node)
     users = graph.users()

@@ -219,6 +219,20 @@ def test_frozen_output_is_a_fresh_array_each_call():
     np.testing.assert_array_equal(second[1], fn(x, w)[1])
 
 
+def test_an_output_view_of_a_folded_value_is_not_shared_between_calls():
+    def fn(x, w):
+        return (w * 2.0).T, (w * 3.0)[1:], x + 1.0
+    x, w = np.ones(3, np.float32), frozen(np.arange(6, dtype=np.float32).reshape(2, 3).copy())[0]
+    assert is_frozen(w)
+    for backend in ("eager", "cpp"):
+        compiled = mc.compile(fn, backend=backend, options={"freezing": True})
+        first = compiled(x, w)
+        first[0][:] = -1
+        first[1][:] = -1
+        for got, want in zip(compiled(x, w), fn(x, w)):
+            np.testing.assert_array_equal(got, want)
+
+
 def test_unknown_option_is_refused():
     with pytest.raises(ValueError, match="unknown options"):
         mc.compile(dense, options={"freezing": True, "max_autotune": True})
