@@ -197,10 +197,10 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
     # units rather than a sliver of one per core (the DRAM port is shared, so
     # fewer, busier cores lose nothing when the kernel is memory-bound).
     unit = max((ALIGN // DTYPES[op.fmt].itemsize for op in turned), default=1)
-    if per_elem * cols <= budget:
+    tall = min(rows, unit)  # rows a tile needs for whole bursts of a transposed read
+    if per_elem * cols * tall <= budget:
         tc = cols
-    else:  # a row kernel whose row does not fit walks it in chunks, once per pass
-        tall = min(rows, unit)  # leave room for rows of whole bursts
+    else:  # a row kernel whose rows do not fit walks them in chunks, once per pass
         tc = max(MIN_TILE_COLS, budget // (per_elem * tall) // MIN_TILE_COLS * MIN_TILE_COLS)
     tr = max(1, min(rows, budget // (per_elem * tc), -(-rows // cfg.cores)))
     if turned and tr < rows:

@@ -134,9 +134,12 @@ def test_strided_and_transposed_reads(name):
     on_card(STRIDED[name], exact(45, 37), scale=45)
 
 
-def test_a_transposed_read_moves_whole_bursts_and_turns_round_on_the_core():
-    x = exact(256, 64)  # rows of 128 bytes
-    compiled = on_card(lambda x: x.sum(axis=0), x, scale=256)
+@pytest.mark.parametrize("shape", [(256, 64), (2048, 256)])
+def test_a_transposed_read_moves_whole_bursts_and_turns_round_on_the_core(shape):
+    """The second shape once read 8x its bytes: tiles of 8 output rows over 32 cores
+    make 16-byte bursts; now a tile is 64 rows (128 bytes), the reduced axis in chunks."""
+    x = exact(*shape)
+    compiled = on_card(lambda x: x.sum(axis=0), x, scale=shape[0])
     text = str(compiled.program)
     assert "dma.gather" in text and "retile.transpose" in text
     # Every byte of x once (whole 128-byte rows), not a 128-byte unit per element.
