@@ -5,6 +5,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile.ir import drawing
@@ -62,3 +64,24 @@ def test_without_graphviz_save_writes_dot_and_says_so(tmp_path, monkeypatch, cap
 def test_unknown_picture_format_is_refused(tmp_path):
     with pytest.raises(ValueError, match="format"):
         drawing.save("digraph {}", str(tmp_path / "g.jpeg"))
+
+
+@settings(max_examples=20, deadline=None)
+@given(ops=st.lists(st.sampled_from(["exp", "tanh", "negative", "add", "multiply"]), min_size=1, max_size=8),
+       data=st.data())
+def test_every_node_and_edge_of_any_graph_is_drawn(ops, data):
+    g = mc.ir.Graph()
+    values = [g.placeholder("x", mc.ir.TensorMeta((2, 3), np.dtype(np.float64)))]
+    for op in ops:
+        a = data.draw(st.sampled_from(values))
+        if op in ("add", "multiply"):
+            values.append(g.call(op, a, data.draw(st.sampled_from(values))))
+        else:
+            values.append(g.call(op, a))
+    g.output([values[-1]])
+    groups = {n.name: f"k{i % 3}" for i, n in enumerate(g.calls)}
+    dot = drawing.to_dot(g, "random", groups)
+    assert len(re.findall(r'^\s+"\w+" \[label=', dot, re.M)) == len(g.nodes) - 1
+    expected = {(i.name, n.name) for n in g.calls for i in n.inputs} | {(values[-1].name, "output")}
+    assert set(re.findall(r'"(\w+)" -> "(\w+)"', dot)) == expected
+    assert dot.count("subgraph cluster_") == len(set(groups.values()))

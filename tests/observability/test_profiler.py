@@ -227,3 +227,35 @@ def test_triton_kernels_are_events():
         r = f(x)
     np.testing.assert_allclose(r, np.exp(x * 2.0).sum(axis=1), rtol=1e-5)
     assert _names(prof, "kernel") == f.cache[0].compiled.kernels
+
+
+def test_writes_into_arguments_happen_once_under_the_profile():
+    def update(x, y):
+        np.copyto(x, x * 2 + y)  # functionalized, written back after the graph
+        return x.sum()
+
+    f = mc.compile(update, backend="cpp")
+    a, b = np.arange(6.0), np.ones(6)
+    a_eager = a.copy()
+    f(a.copy(), b)
+    with mc.profile() as prof:
+        got = f(a, b)
+        expected = update(a_eager, b)
+        out = np.empty(6)
+        np.add(a_eager, 1.0, out=out)  # out= through the recording stand-in
+    np.testing.assert_array_equal(a, a_eager)
+    assert got == expected
+    np.testing.assert_array_equal(out, a_eager + 1)
+    assert "np.copyto" in _names(prof, "numpy") and "np.add" in _names(prof, "numpy")
+
+
+def test_other_threads_run_normally_and_are_not_recorded():
+    import threading
+
+    results = []
+    with mc.profile() as prof:
+        t = threading.Thread(target=lambda: results.append(np.exp(np.zeros(3))))
+        t.start()
+        t.join()
+    np.testing.assert_array_equal(results[0], np.ones(3))
+    assert "np.exp" not in _names(prof, "numpy") and "np.zeros" not in _names(prof, "numpy")
