@@ -201,6 +201,7 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
           "cold/cached: first call with an empty / a warm disk cache; %copyBW: (inputs+outputs bytes)/time "
           "over the copy bandwidth")
     from .models import main as model_rows
+    from .dynamic_shapes import main as dynamic_shape_rows
     from .spyre import main as spyre_rows
     from .training import main as training_rows
 
@@ -209,6 +210,7 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
     models = None if quick else model_rows(with_torch=torch_fns is not None)
     print()
     spyre = spyre_rows()
+    dynamic_shape_rows(quick)
     with open(json_path, "w") as f:
         json.dump({"copy_bandwidth_Bps": roof, "copy_method": how, "quick": quick, "results": rows,
                    "training": training, "models": models, "spyre": spyre}, f, indent=2, default=str)
