@@ -65,6 +65,9 @@ class Instrumenter:
             self.instrument(forward)
             self.instrument(getattr(compiled, "_backward", None))  # exists after a first backward
             return
+        if hasattr(compiled, "frozen"):  # ir.freezing's wrapper around the backend's result
+            self.instrument(getattr(compiled, "compiled", None))
+            return
         call = getattr(compiled, "_call", None)
         if isinstance(call, types.FunctionType) and isinstance(getattr(compiled, "kernels", None), list):
             self._seen.add(id(compiled))

@@ -276,3 +276,15 @@ def test_folded_values_are_computed_once_while_the_weights_stay_frozen(monkeypat
     for _ in range(3):
         np.testing.assert_allclose(compiled(x, *params), model(x, *params), rtol=1e-5, atol=1e-5)
     assert len(calls) == 1
+
+
+def test_profiler_sees_the_kernels_of_a_frozen_function():
+    model = make_model("conv3x3", "bn_textbook", True)
+    x, *params = make_arrays(np.random.default_rng(9), "conv3x3", 3, 4, 6, np.float32)
+    frozen(*params)
+    compiled = mc.compile(model, backend="cpp", options={"freezing": True})
+    compiled(x, *params)
+    with mc.profile() as prof:
+        compiled(x, *params)
+    kernels = compiled.cache[0].compiled.compiled.kernels
+    assert kernels and sum(r.count for r in prof.key_averages() if r.cat == "kernel") == len(kernels)
