@@ -24,6 +24,7 @@ from ..profiler.events import SPYRE
 from ..profiler.plot import COLOURS
 from .gather import Gathered, compiled_graphs, kernel_groups, relative
 
+BACKEND_OF_CLASS = {"CompiledGraph": "cpp", "TritonCompiledGraph": "triton", "SpyreCompiled": "spyre"}
 SECTIONS = ("summary", "source", "bytecode", "graphs", "guards", "training", "schedule", "kernels",
             "timings", "log")
 
@@ -140,7 +141,7 @@ class _Page:
                       for _, cg in compiled_graphs(e.compiled))
         compile_s = sum(c.seconds for c in captures) + sum(e.compile_seconds for f in g.frames for e in f.entries)
         rows = [("function", f"{g.fn.__qualname__}  ({relative(g.filename)}:{g.first_line})"),
-                ("backend", g.backend), ("calls", len(g.results)),
+                ("backend", self._backend_label()), ("calls", len(g.results)),
                 ("compiled code objects", len(g.frames)),
                 ("cache entries", sum(len(f.entries) for f in g.frames)),
                 ("graphs", len(graphs)), ("graph breaks", len(breaks)), ("kernels", kernels),
@@ -151,6 +152,14 @@ class _Page:
         if g.error:
             body = f'<p class="error">The run raised {_e(g.error)}; the stages reached are shown.</p>' + body
         return body
+
+    def _backend_label(self) -> str:
+        """``auto`` names what it chose: the kind of each compiled graph."""
+        if self.g.backend != "auto":
+            return self.g.backend
+        kinds = {type(cg).__name__ for f in self.g.frames for e in f.entries for _, cg in compiled_graphs(e.compiled)}
+        chosen = sorted(BACKEND_OF_CLASS.get(k, k) for k in kinds)
+        return f"auto ({', '.join(chosen)})" if chosen else "auto"
 
     def source(self) -> str:
         g = self.g
@@ -242,6 +251,9 @@ class _Page:
                 parts.append(_picture(aot_partition.to_dot(aot.joint, aot.partition)))
                 parts.append("<details><summary>joint graph as Python</summary>"
                              + _pre(aot.joint.graph.python_code("joint")) + "</details>")
+                if getattr(aot, "_backward", None) is None:
+                    parts.append("<p>The backward graph is compiled on the first <code>backward()</code>; "
+                                 "its kernels are not in this page because the call did not run it.</p>")
                 parts.append('<div class="cols"><div><h3>forward graph</h3>' + _pre(aot.partition.forward.python_code("forward"))
                              + '</div><div><h3>backward graph</h3>' + _pre(aot.partition.backward.python_code("backward"))
                              + "</div></div>")
@@ -326,7 +338,7 @@ class _Page:
         nav = "".join(f'<a href="#{s}">{s}</a>' for s in present)
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>minicompile report: {_e(g.fn.__qualname__)}</title><style>{CSS}</style></head><body>"
-                f"<header><h1>minicompile report: {_e(g.fn.__qualname__)}</h1><p>backend {_e(g.backend)} · "
+                f"<header><h1>minicompile report: {_e(g.fn.__qualname__)}</h1><p>backend {_e(self._backend_label())} · "
                 f"{_e(relative(g.filename))} · minicompile {__version__}</p></header><nav>{nav}</nav>"
                 f"<main>{''.join(self.out)}</main><script>{JS}</script></body></html>\n")
 
