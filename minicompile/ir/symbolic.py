@@ -181,7 +181,8 @@ class ShapeEnv:
         self.specialized: dict[str, int] = {}
         self._decided: dict[tuple, bool] = {}
         self.mode = "capture"
-        self.lineno: int | None = None  # the user line being traced, for guard messages
+        # The user line being traced when a guard is recorded (set by capture).
+        self.current_line: Callable[[], int | None] = lambda: None
 
     def create_symbol(self, hint: int, source: str) -> "Sym":
         if hint < 2:
@@ -210,7 +211,7 @@ class ShapeEnv:
             raise SymbolicUnsupported(f"deciding {rel.text()} needs a guard")
         answer = rel.holds(self.hints)
         recorded = rel if answer else _negate(rel)
-        self.guards.append((recorded, self.lineno))
+        self.guards.append((recorded, self.current_line()))
         self._decided[key] = answer
         self._decided[recorded.key()] = True
         return answer
