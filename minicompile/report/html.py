@@ -290,11 +290,14 @@ class _Page:
                                and n in nodes and nodes[n].op is not None]
                         parts.append(f'<h3 id="{anchor}">{_e(kernel)} <small>({_e(title)})</small></h3>'
                                      f"<p>from {links}; computes {_e('; '.join(ops)) or '-'}</p>")
+                        excerpt = kernel_excerpt(getattr(cg, "kernel_source", None) or "", kernel)
+                        if excerpt:
+                            parts.append(_pre(excerpt))
                     kernel_source = getattr(cg, "kernel_source", None)
                     if kernel_source is None and hasattr(cg, "program"):
                         kernel_source = str(cg.program)
-                    parts.append(f"<details open><summary>{_e(title)}: generated kernels</summary>"
-                                 + _pre(kernel_source or "") + "</details>")
+                    parts.append(f"<details><summary>{_e(title)}: the whole generated source "
+                                 f"(helpers and entry points included)</summary>" + _pre(kernel_source or "") + "</details>")
                     if getattr(cg, "wrapper_source", None):
                         parts.append(f"<details open><summary>{_e(title)}: wrapper (Python)</summary>"
                                      + _pre(cg.wrapper_source) + "</details>")
@@ -341,6 +344,30 @@ class _Page:
                 f"<header><h1>minicompile report: {_e(g.fn.__qualname__)}</h1><p>backend {_e(self._backend_label())} · "
                 f"{_e(relative(g.filename))} · minicompile {__version__}</p></header><nav>{nav}</nav>"
                 f"<main>{''.join(self.out)}</main><script>{JS}</script></body></html>\n")
+
+
+def kernel_excerpt(source: str, name: str) -> str | None:
+    """The definition of kernel ``name`` in generated source: a C++ function up to its
+    closing brace, or a Python/Triton function (with decorators) up to the next top-level line."""
+    lines = source.splitlines()
+    pattern = re.compile(rf"^(?!\s).*\b{re.escape(name)}\s*\(")
+    start = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
+    if start is None:
+        return None
+    first = start
+    while first > 0 and lines[first - 1].startswith("@"):
+        first -= 1
+    python = lines[start].startswith("def ")
+    end = start + 1
+    while end < len(lines):
+        line = lines[end]
+        if not python and line == "}":
+            end += 1
+            break
+        if python and line and not line[0].isspace():
+            break
+        end += 1
+    return "\n".join(lines[first:end]).rstrip()
 
 
 def _timeline(prof: Any, width: int = 1100, row: int = 18, limit: int = 3000) -> str:

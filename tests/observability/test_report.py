@@ -55,6 +55,7 @@ def test_report_has_every_stage(page_with_break):
     assert "def guard(L, G)" in page
     assert "kernel_0_add_tanh" in page and "extern np.matmul" in page
     assert "def call(" in page  # the wrapper
+    assert 'extern "C" void kernel_0_add_tanh(' in page.replace("&quot;", '"')  # the kernel's own code
     assert "extern" in page and "# Calls" in page  # schedule and timing table
 
 
@@ -264,3 +265,13 @@ def test_every_backend_gets_a_consistent_page(tmp_path, backend):
     assert all(t in ids for t in re.findall(r'href="#([^"]+)"', page))
     links = re.findall(r'class="kernel-link" href="#([^"]+)"', page)
     assert bool(links) == (backend != "eager")  # compiled backends link lines to kernels
+
+
+def test_kernel_excerpt_cuts_one_definition():
+    from minicompile.report.html import kernel_excerpt
+
+    cpp = 'int helper() {}\nextern "C" void k0(double* a)\n{\n    a[0] = 1;\n}\n\nextern "C" void k0_obj(void* a) { k0(a); }\n'
+    assert kernel_excerpt(cpp, "k0") == 'extern "C" void k0(double* a)\n{\n    a[0] = 1;\n}'
+    py = "import triton\n\n@triton.jit\ndef k1(x):\n    y = x\n\n    return y\ndef k2():\n    pass\n"
+    assert kernel_excerpt(py, "k1") == "@triton.jit\ndef k1(x):\n    y = x\n\n    return y"
+    assert kernel_excerpt(cpp, "missing") is None
