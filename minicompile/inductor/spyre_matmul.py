@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..spyre.device import SpyreConfig
-from ..spyre.isa import Allocator, DmaLoad, DmaStore, DmaWait, Matmul, Program, Tile, VectorUnary
+from ..spyre.isa import (Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul, Program,
+                         Retile, Tile, VectorUnary)
 from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
-from . import loop_ir as L
+from . import loop_ir as L, lowering
 from .scheduler import Buffer, Kernel, Schedule
+from .spyre_gather import evaluate
 from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
 from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
@@ -54,7 +57,67 @@ def epilogue_of(ext: L.Extern, kernel: Kernel) -> bool:
     return any(ld.buffer == ext.name for s in kernel.stores for ld in L.loads(s.body))
 
 
-def batch_shape(a: Buffer, b: Buffer) -> tuple[tuple[int, ...], bool, bool]:
+@dataclass(frozen=True)
+class MatrixOperand:
+    """A matmul input as the card reads it: the (batch..., rows, cols) array, either a
+    plain row-major buffer (``offset`` None: one strided DmaLoad per tile) or a view
+    of one (``x.T``, ``q.transpose(0, 2, 1)``, a slice): ``offset`` is the flat index
+    into the viewed buffer over loop variables ``vars`` (batch..., row, col), read by
+    DMA gathers; a view whose rows are closer in memory than its cols is fetched
+    turned round, in whole bursts, and turned back by ``retile.transpose``."""
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    offset: L.Expr | None = None
+    vars: tuple[L.Var, ...] = ()
+
+    @property
+    def transposed(self) -> bool:
+        if self.offset is None:
+            return False
+        rs, cs = (abs(self.offset.coeff(v)) for v in self.vars[-2:])
+        return 0 < rs < cs
+
+    def fetch(self, dram: str, buffer: str, staging: str, batch: int, r0: int, c0: int,
+              r: int, c: int, tag: str) -> list:
+        """The DMA instructions that bring tile (r0, c0) of r x c of batch ``batch``."""
+        if self.offset is None:
+            first = batch * self.shape[-2] if len(self.shape) > 2 else 0
+            return [DmaLoad(Tile(buffer, r, c), dram, first + r0, c0, tag)]
+        digits = np.unravel_index(batch, self.shape[:-2]) if len(self.shape) > 2 else ()
+        env = dict(zip(self.vars, [*digits, r0, c0]))
+        offset = int(evaluate(self.offset, env))
+        rs, cs = (self.offset.coeff(v) for v in self.vars[-2:])
+        if self.transposed:
+            return [DmaGather(Tile(staging, c, r), dram, offset, cs, rs, tag)]
+        return [DmaGather(Tile(buffer, r, c), dram, offset, rs, cs, tag)]
+
+
+def matrix_operand(schedule: Schedule, name: str) -> MatrixOperand:
+    """The matmul input ``name``: a buffer, or a view (through any chain of views) of one."""
+    if name in schedule.buffers:
+        buf = schedule.buffers[name]
+        return MatrixOperand(name, tuple(buf.shape), buf.dtype)
+    nodes = {n.name: n for n in schedule.graph.nodes} if schedule.graph is not None else {}
+    if name not in nodes:
+        raise Unmappable(f"matmul input {name} is neither a buffer nor a view")
+    shape = tuple(nodes[name].shape)
+    index = L.loop_index("x", shape)
+    load = L.Load(name, index, nodes[name].dtype)
+    while load.buffer not in schedule.buffers:
+        node = nodes.get(load.buffer)
+        low = lowering.lower(node) if node is not None else None
+        if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
+            raise Unmappable(f"matmul reads {load.buffer}, a view that is no plain index map")
+        load = L.substitute(low.body, {v: i for v, i in zip(low.vars, load.index) if v.size != 1})
+    base = schedule.buffers[load.buffer]
+    offset = L.linearize(load.index, L.contiguous_strides(base.shape))
+    if any(not isinstance(atom, L.Var) for atom, _ in offset.terms):
+        raise Unmappable(f"matmul reads {name} through a reshaped view ({offset})")
+    return MatrixOperand(base.name, shape, base.dtype, offset, L.loop_vars("x", shape))
+
+
+def batch_shape(a, b) -> tuple[tuple[int, ...], bool, bool]:
     """The batch dimensions of a @ b, and whether a and b each have them.
 
     A batch dimension of one operand that the other lacks is allowed (the 2-D
@@ -69,15 +132,18 @@ def batch_shape(a: Buffer, b: Buffer) -> tuple[tuple[int, ...], bool, bool]:
 
 
 def _tiling(M: int, N: int, K: int, cfg: SpyreConfig, per_elem: int,
-            double_buffer: bool) -> MatmulTiling:
-    """The planner's tiling, in a scratchpad shrunk until the epilogue's tiles fit too."""
+            double_buffer: bool, turned: tuple[bool, bool] = (False, False)) -> MatmulTiling:
+    """The planner's tiling, in a scratchpad shrunk until the epilogue's tiles (and the
+    staging tiles of operands fetched turned round) fit too."""
     for share in (1, 2, 4, 8, 16, 32):
         small = dataclasses.replace(cfg, scratchpad_usable_bytes=cfg.scratchpad_usable_bytes // share)
         try:
             t = choose_tiling(M, N, K, small, "fp16", double_buffer, None)
         except ValueError:
             break
-        if working_set(t, "fp16", double_buffer) + per_elem * t.tm * t.tn + 4096 \
+        staging = (2 if double_buffer else 1) * 2 * (turned[0] * t.tm * t.tk
+                                                     + turned[1] * t.tk * t.tn)
+        if working_set(t, "fp16", double_buffer) + per_elem * t.tm * t.tn + staging + 4096 \
                 <= cfg.scratchpad_usable_bytes:
             return t
     raise Unmappable(f"no tiling of {M}x{N}x{K} with its epilogue fits the scratchpad")
@@ -88,7 +154,7 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     refs = [a for a in ext.args if isinstance(a, L.BufferRef)]
     if len(refs) != 2 or len(ext.args) != 2:
         raise Unmappable("matmul with arguments other than two arrays")
-    a, b = (schedule.buffers[r.name] for r in refs)
+    a, b = (matrix_operand(schedule, r.name) for r in refs)
     batch, a_batched, b_batched = batch_shape(a, b)
     if a.dtype.kind != "f" or b.dtype.kind != "f":
         raise Unmappable(f"matmul of {a.dtype} by {b.dtype}")
@@ -96,11 +162,16 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     batches = math.prod(batch)
     name = ext.name + (f"+{epilogue.name}" if epilogue else "")
     step = DeviceStep(name, Program(cfg))
-    A = step.dram(a.name, (batches * M if a_batched else M, K), "input")
-    B = step.dram(b.name, (batches * K if b_batched else K, N), "input")
-    if not b_batched:
+
+    def dram(op: MatrixOperand, rows: int) -> str:
+        if op.offset is None:
+            return step.dram(op.name, (rows * math.prod(op.shape[:-2]), op.shape[-1]), "input")
+        return step.dram(op.name, (1, math.prod(schedule.buffers[op.name].shape)), "input")
+    A, B = dram(a, M), dram(b, K)
+    if not b_batched and a.offset is None:
         # Every batch multiplies the same B: the batches are one taller 2-D matmul.
-        M, batches, a_batched = M * batches, 1, False
+        M, batches = M * batches, 1
+        a = dataclasses.replace(a, shape=(M, K))
     row, col = _rows_and_col(tuple(ext.shape))
     if epilogue:
         bodies = [s.body for s in epilogue.stores]
@@ -116,7 +187,7 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     else:
         bodies, ins, outs, per_elem = [], [], [ext.name], 4
     out_dram = {o: step.dram(o, (batches * M, N), "output") for o in outs}
-    t = _tiling(M, N, K, cfg, per_elem, double_buffer)
+    t = _tiling(M, N, K, cfg, per_elem, double_buffer, (a.transposed, b.transposed))
     chunks = list(range(0, K, t.tk))
     t = dataclasses.replace(t, split_k=max(1, min(t.split_k, len(chunks), cfg.cores)))
     # Output tiles of every batch, dealt to the cores together: a batch of small
@@ -129,7 +200,7 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
     for n in range(len(tiles)):
         for m in range(t.split_k):
             jobs[(n * t.split_k + m) % cfg.cores].append((n, m))
-    shape = dict(M=M, N=N, K=K, A=A, B=B, a_batched=a_batched, b_batched=b_batched)
+    shape = dict(M=M, N=N, K=K, A=A, B=B, a=a, b=b)
     for core, mine in enumerate(jobs):
         if mine:
             _emit_core(step, core, mine, tiles, ranges, t, shape, epilogue, ext.name, ins, outs,
@@ -145,12 +216,14 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
                out_dram, double_buffer):
     program, cfg = step.program, step.program.config
     M, N, K, A, B = (shape[k] for k in "MNKAB")
-    a_rows = lambda n: n * M if shape["a_batched"] else 0  # noqa: E731  first row of batch n
-    b_rows = lambda n: n * K if shape["b_batched"] else 0  # noqa: E731
+    a_op, b_op = shape["a"], shape["b"]
+    batched = lambda op: len(op.shape) > 2  # noqa: E731
     alloc = Allocator(program, core)
     copies = 2 if double_buffer else 1
     a = [alloc(f"a{c}", (t.tm, t.tk)) for c in range(copies)]
     b = [alloc(f"b{c}", (t.tk, t.tn)) for c in range(copies)]
+    a_t = [alloc(f"a{c}_t", (t.tk, t.tm)) for c in range(copies)] if a_op.transposed else a
+    b_t = [alloc(f"b{c}_t", (t.tn, t.tk)) for c in range(copies)] if b_op.transposed else b
     acc = [alloc(f"acc{c}", (t.tm, t.tn), "fp32") for c in range(copies)]
     part = alloc("part", (t.tm, t.tn), "fp32") if t.split_k > 1 else None
     narrow = {o: alloc(f"out{n}", (t.tm, t.tn)) for n, o in enumerate(outs)}
@@ -168,8 +241,11 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
     def load(s):
         j, k0 = steps[s]
         batch, i0, j0, rm, rn, rk = extent(j, k0)
-        emit(DmaLoad(Tile(a[s % copies].name, rm, rk), A, a_rows(batch) + i0, k0, f"ld{s}"),
-             DmaLoad(Tile(b[s % copies].name, rk, rn), B, b_rows(batch) + k0, j0, f"ld{s}"))
+        c = s % copies
+        emit(*a_op.fetch(A, a[c].name, a_t[c].name, batch if batched(a_op) else 0,
+                         i0, k0, rm, rk, f"ld{s}"),
+             *b_op.fetch(B, b[c].name, b_t[c].name, batch if batched(b_op) else 0,
+                         k0, j0, rk, rn, f"ld{s}"))
 
     stored = False
     if double_buffer and steps:
@@ -187,6 +263,11 @@ def _emit_core(step, core, jobs, tiles, ranges, t, shape, epilogue, product, ins
         elif not double_buffer:
             load(s)
         emit(DmaWait(f"ld{s}"))
+        c = s % copies
+        if a_op.transposed:
+            emit(Retile("transpose", Tile(a[c].name, rm, rk), Tile(a_t[c].name, rk, rm)))
+        if b_op.transposed:
+            emit(Retile("transpose", Tile(b[c].name, rk, rn), Tile(b_t[c].name, rn, rk)))
         out = Tile(acc[j % copies].name, rm, rn)
         emit(Matmul(out, Tile(a[s % copies].name, rm, rk), Tile(b[s % copies].name, rk, rn),
                     accumulate=k0 != ranges[member][0]))

@@ -251,3 +251,36 @@ def test_chunked_rows_of_any_length(rows, cols):
     from minicompile.spyre import SpyreConfig
     on_card(lambda x: (softmax(x), x.sum(axis=1)), uniform(rows, cols), scale=cols,
             config=SpyreConfig(**SMALL))
+
+
+VIEW_MATMULS = {
+    "x @ W.T": (lambda x, w: x @ w.T, (33, 70), (20, 70)),
+    "x.T @ W": (lambda x, w: x.T @ w, (70, 33), (70, 20)),
+    "attention scores": (lambda q, k: np.exp(q @ k.transpose(0, 2, 1) * 0.1), (3, 17, 64),
+                         (3, 19, 64)),
+    "strided slices": (lambda x, w: x[:, ::2] @ w[1:], (33, 70), (36, 20)),
+    "row of a batch": (lambda x, w: x[1] @ w[0].T, (4, 6, 5), (4, 7, 5)),
+}
+
+
+@pytest.mark.parametrize("name", VIEW_MATMULS)
+def test_matmul_reads_views_by_strided_dma(name):
+    fn, a, b = VIEW_MATMULS[name]
+    compiled = on_card(fn, uniform(*a), uniform(*b), scale=a[-1])
+    assert "dma.gather" in str(compiled.program)
+
+
+def test_a_transposed_weight_moves_the_same_bytes_as_a_contiguous_one():
+    x, w = uniform(128, 256), uniform(192, 256)
+    viewed = on_card(lambda x, w: x @ w.T, x, w, scale=256)
+    plain = on_card(lambda x, w: x @ w, x, np.ascontiguousarray(w.T), scale=256)
+    assert "retile.transpose" in str(viewed.program)
+    assert viewed.report.dram_bytes_read == plain.report.dram_bytes_read
+    assert viewed.report.total_cycles <= 1.05 * plain.report.total_cycles
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=st.integers(1, 4), m=st.integers(1, 40), k=st.integers(1, 70), n=st.integers(1, 40))
+def test_attention_shaped_matmuls(batch, m, k, n):
+    on_card(lambda q, kk, v: (q @ kk.transpose(0, 2, 1)) @ v, uniform(batch, m, k),
+            uniform(batch, n, k), uniform(batch, n, 8), scale=k * n)

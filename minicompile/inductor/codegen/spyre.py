@@ -18,9 +18,10 @@ pointwise kernel            vector instructions on tiles (:mod:`..spyre_loops`)
 row kernel (sum/max/mean,   whole rows per core: stages, epilogues and the
  softmax, layer norm)        row pass all in scratchpad (:mod:`..spyre_loops`)
 matmul Extern (2-D or       tiled matrix unit, K split over the ring, plus
- batched, + the pointwise    its epilogue on the accumulator; the batches'
- kernel reading it)          output tiles dealt over the cores together
-                             (:mod:`..spyre_matmul`)
+ batched, operands plain     its epilogue on the accumulator; the batches'
+ or views such as ``W.T``,   output tiles dealt over the cores together;
+ + the pointwise kernel      a viewed operand read by strided DMA
+ reading it)                 (:mod:`..spyre_matmul`)
 anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
