@@ -45,8 +45,8 @@ from ..spyre.isa import (ALIGN, Allocator, DmaGather, DmaLoad, DmaStore, DmaWait
 from . import loop_ir as L
 from .scheduler import Kernel, Schedule, Store
 from .spyre_gather import Walk
-from .spyre_tiles import (SHAPE_OF_KIND, TileEmitter, Unmappable, classify, compute_format,
-                          is_scalar, storage_format)
+from .spyre_tiles import (INT32_MAX, SHAPE_OF_KIND, TileEmitter, Unmappable, classify,
+                          int64_bound, is_scalar, storage_format, value_format)
 
 # Scratchpad kept free of the tile budget for small buffers and alignment
 # (at most this many bytes, at most an eighth of it).
@@ -145,6 +145,21 @@ def operands(bodies, written: set[str], schedule: Schedule, step: DeviceStep, ro
     return list(out.values())
 
 
+def output_format(store: Store, dtype: np.dtype, cols: int) -> str:
+    """The DRAM format of a stored result; an int64 one is int32 when its values fit
+    (see :func:`.spyre_tiles.int64_bound`), widened by the host."""
+    if np.dtype(dtype) != np.int64:
+        return storage_format(dtype)
+    bound = int64_bound(store.body)
+    if bound is not None and store.reduction is not None and \
+            store.reduction.reduction_type == "sum":
+        bound *= cols
+    if bound is None or bound > INT32_MAX:
+        raise Unmappable(f"int64 result {store.buffer}: the card has no 64-bit integers, "
+                         "and its values may not fit 32 bits")
+    return "int32"
+
+
 def per_element_bytes(bodies, ins: list[Operand], out_formats: list[str]) -> int:
     """Scratchpad bytes one element of a tile costs: a temporary (fp32 at most) per op,
     the inputs' double-buffered copies, the outputs' double-buffered stores."""
@@ -187,7 +202,7 @@ def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreCon
     # A per-row result is stored as one row of DRAM (transposed on the core), so a
     # core's results leave in whole 128-byte units rather than one unit per value.
     views = {"full": (rows, cols), "col": (1, rows), "transposed": (cols, rows)}
-    out_fmt = {s.buffer: storage_format(schedule.buffers[s.buffer].dtype) for s in outs}
+    out_fmt = {s.buffer: output_format(s, schedule.buffers[s.buffer].dtype, cols) for s in outs}
     out_dram = {s.buffer: step.dram(s.buffer, views[kinds[s.buffer]], "output", out_fmt[s.buffer])
                 for s in outs}
     per_elem = per_element_bytes(bodies, ins, list(out_fmt.values()))
@@ -403,9 +418,11 @@ def _reduce(emitter: TileEmitter, store: Store, cols: int, first: bool = True,
     tile, _ = value
     rtype = store.reduction.reduction_type
     if rtype in ("sum", "mean") and np.dtype(store.body.dtype).kind != "f":
-        raise Unmappable(f"{rtype} of {store.body.dtype}: NumPy accumulates integers in "
-                         "64 bits, which the card has not")
-    fmt = compute_format(store.reduction.dtype)
+        bound = int64_bound(store.body) if rtype == "sum" else None
+        if bound is None or bound * cols > INT32_MAX:
+            raise Unmappable(f"{rtype} of {store.body.dtype}: NumPy accumulates integers in "
+                             "int64, and this sum may not fit 32 bits")
+    fmt = value_format(store.reduction.dtype)
     out = emitter.tile(("reduce", store.buffer), (True, False), fmt)
     part = out if first else emitter.tile(("partial", store.buffer), (True, False), fmt)
     emitter.emit(VectorReduce("sum" if rtype == "mean" else rtype, part, tile, axis=1))

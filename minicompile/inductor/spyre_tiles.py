@@ -84,6 +84,37 @@ def compute_format(dtype: np.dtype) -> str:
     return INTEGER_FORMATS[dtype]
 
 
+INT32_MAX = 2**31 - 1
+# |value| bounds of the integer formats NumPy widens to int64 (bool: 0 or 1).
+NARROW_BOUNDS = {np.dtype(bool): 1, np.dtype(np.int8): 2**7, np.dtype(np.int16): 2**15,
+                 np.dtype(np.int32): 2**31}
+
+
+def int64_bound(v: L.Value) -> int | None:
+    """A bound on |v| for an int64 value built from narrower integers, or None.
+
+    NumPy computes in int64 where it widens bools and small integers (a sum
+    of a mask, ``mask != 0`` on a widened mask); when every value such an
+    expression can take fits 32 bits, the card computes it exactly in int32
+    and the host widens the result (the documented conversion for int64)."""
+    match v:
+        case L.Cast(value=inner):
+            return NARROW_BOUNDS.get(np.dtype(inner.dtype))
+        case L.Constant(value=c):
+            return abs(int(c))
+        case L.Op(name="where", args=(_, a, b)) | L.Op(name="maximum" | "minimum", args=(a, b)):
+            bounds = (int64_bound(a), int64_bound(b))
+            return None if None in bounds else max(bounds)
+        case L.Op(name="negative" | "absolute" | "positive", args=(a,)):
+            return int64_bound(a)
+        case L.Op(name="add" | "subtract" | "multiply", args=(a, b)):
+            bounds = (int64_bound(a), int64_bound(b))
+            if None in bounds:
+                return None
+            return bounds[0] * bounds[1] if v.name == "multiply" else bounds[0] + bounds[1]
+    return None
+
+
 def storage_format(dtype: np.dtype) -> str:
     """The card format a buffer of this NumPy dtype has in DRAM (floats as fp16)."""
     return "fp16" if np.dtype(dtype).kind == "f" else compute_format(dtype)
@@ -160,7 +191,13 @@ class TileEmitter:
         return self.memo[v]
 
     def _value(self, v: L.Value):
-        compute_format(v.dtype)  # refuses what the vector unit cannot hold
+        if np.dtype(v.dtype) == np.int64:  # exact in int32 when its values fit
+            bound = int64_bound(v)
+            if bound is None or bound > INT32_MAX:
+                raise Unmappable(f"int64 data ({v}): the card has no 64-bit integers, and "
+                                 "this value may not fit 32 bits")
+        else:
+            compute_format(v.dtype)  # refuses what the vector unit cannot hold
         match v:
             case L.Constant(value=c):
                 return _as_scalar(c, v.dtype)
@@ -200,7 +237,7 @@ class TileEmitter:
         if is_scalar(a):
             return _as_scalar(a, dst)
         tile, shape = a
-        out = self.tile(key, shape, compute_format(dst))
+        out = self.tile(key, shape, value_format(dst))
         self.emit(VectorUnary("cast", out, tile))  # widens, wraps or converts to fp32
         return out, shape
 
@@ -211,7 +248,7 @@ class TileEmitter:
                 domain = np.float32 if isinstance(a, float) else np.int64
                 return _as_scalar(UNARY_NUMPY[op](domain(a)), dtype)
         tile, shape = a
-        out = self.tile(key, shape, compute_format(dtype))
+        out = self.tile(key, shape, value_format(dtype))
         self.emit(VectorUnary(op, out, tile))
         return out, shape
 
@@ -243,7 +280,7 @@ class TileEmitter:
         tile, shape = a
         if not is_scalar(b) and not _covers(shape, b[1]):
             raise Unmappable("both operands broadcast (a row against a column)")
-        out = self.tile(key, shape, compute_format(dtype))
+        out = self.tile(key, shape, value_format(dtype))
         self.emit(VectorBinary(op, out, tile, b if is_scalar(b) else b[0]))
         return out, shape
 
@@ -255,10 +292,15 @@ class TileEmitter:
             return a
         shapes = [v[1] for v in (c, a, b) if not is_scalar(v)]
         shape = (any(s[0] for s in shapes), any(s[1] for s in shapes))
-        out = self.tile(key, shape, compute_format(key.dtype))
+        out = self.tile(key, shape, value_format(key.dtype))
         operand = lambda v: v if is_scalar(v) else v[0]  # noqa: E731
         self.emit(VectorSelect(out, c[0], operand(a), operand(b)))
         return out, shape
+
+
+def value_format(dtype: np.dtype) -> str:
+    """A computed value's format; an int64 value got here only if it fits int32."""
+    return "int32" if np.dtype(dtype) == np.int64 else compute_format(dtype)
 
 
 def _covers(wide: Shape, narrow: Shape) -> bool:

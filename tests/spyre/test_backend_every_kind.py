@@ -153,7 +153,8 @@ def test_every_kind_on_shapes_that_do_not_divide(rows, cols, dtype):
     """Shapes that divide neither over 32 cores nor into tiles."""
     x, y = exact(rows, cols, dtype=dtype), exact(rows, cols, dtype=dtype)
     with np.errstate(over="ignore"):
-        on_card(lambda x, y: (np.where(x > y, x, y - x), x.T * 2, x.max(axis=0), x != y[:1]),
+        on_card(lambda x, y: (np.where(x > y, x, y - x), x.T * 2, x.max(axis=0), x != y[:1],
+                              (x < y).sum(axis=0), (x == y).any(axis=1)),
                 x, y, scale=rows)
         if dtype == np.float32:
             on_card(lambda x: (x.sum(axis=0), np.where(x > 0, x, 0.5 * x).sum(axis=1)), x,
@@ -284,3 +285,34 @@ def test_a_transposed_weight_moves_the_same_bytes_as_a_contiguous_one():
 def test_attention_shaped_matmuls(batch, m, k, n):
     on_card(lambda q, kk, v: (q @ kk.transpose(0, 2, 1)) @ v, uniform(batch, m, k),
             uniform(batch, n, k), uniform(batch, n, 8), scale=k * n)
+
+
+BOUNDED_INT64 = {
+    "any": lambda m, a: (m.any(axis=1), m.all(axis=0)),
+    "mask count": lambda m, a: ((m & (a > 0)).sum(axis=1), m.sum(axis=0), m.sum()),
+    "int8 sum": lambda m, a: a.astype(np.int8).sum(axis=1),
+    "int16 sum over axis 0": lambda m, a: a.astype(np.int16).sum(axis=0),
+    "accuracy": lambda m, a: (m == (a > 3)).mean(),
+}
+
+
+@pytest.mark.parametrize("name", BOUNDED_INT64)
+def test_int64_results_that_fit_32_bits_run_exactly_in_int32(name):
+    """NumPy widens masks and small integers to int64 for sums and comparisons; the
+    card computes those in int32 when every value fits, the host widens the result."""
+    on_card(BOUNDED_INT64[name], exact(37, 45, dtype=bool), exact(37, 45, dtype=np.int16))
+
+
+def test_int64_sums_that_may_not_fit_32_bits_stay_on_the_host():
+    from minicompile.inductor.codegen.spyre import HostStep
+    compiled = []
+
+    def backend(graph, example_inputs):
+        compiled.append(compile_graph(graph, example_inputs))
+        return compiled[-1]
+    a = exact(2, 70_000, dtype=np.int16)  # 2^15 * 70000 > 2^31
+    mc.reset()
+    np.testing.assert_array_equal(mc.compile(lambda a: a.sum(axis=1), backend=backend)(a),
+                                  a.sum(axis=1))
+    (host,) = [s for s in compiled[-1].program.steps if isinstance(s, HostStep)]
+    assert "may not fit 32 bits" in host.reason

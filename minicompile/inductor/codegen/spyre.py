@@ -26,11 +26,13 @@ anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
 Comparisons, ``np.where`` and logic on masks, int8/int16/int32 and boolean
-data, transposed and strided reads (strided DMA, see :mod:`..spyre_gather`)
+data, transposed and strided reads (strided DMA, see :mod:`..spyre_gather`),
 reductions over any axis, and rows longer than the scratchpad (walked in
-chunks, once per pass) run on the card.  A kernel with no mapping
-(64-bit or unsigned integers, integer division, sums of integers, which
-NumPy accumulates in 64 bits, a float-to-int cast) runs on the host between
+chunks, once per pass) run on the card.  int64 values that NumPy makes by
+widening masks and small integers (``m.sum()``, ``m.any()``) run exactly in
+int32 where every value they can take fits 32 bits, and the host widens the
+result.  A kernel with no mapping (int64 or unsigned data, integer division,
+sums that may not fit 32 bits, a float-to-int cast) runs on the host between
 device programs, and the compile log and the report say so; it never gives a
 wrong answer.
 
