@@ -81,6 +81,7 @@ def _coverage_programs() -> dict:
     rng = np.random.default_rng(0)
     x = (rng.integers(-64, 64, (96, 80)) / 16).astype(np.float32)
     i32 = rng.integers(-1000, 1000, (96, 80)).astype(np.int32)
+    u8 = rng.integers(0, 256, (96, 80)).astype(np.uint8)
 
     def softmax(v):
         e = np.exp(v - v.max(axis=-1, keepdims=True))
@@ -90,6 +91,8 @@ def _coverage_programs() -> dict:
         "masks (& | ~)": (lambda x: (x > 0) & ~(x < 1), (x,)),
         "int32 arithmetic": (lambda a: np.maximum(a * 3 - 7, a), (i32,)),
         "int8 wraparound": (lambda a: a.astype(np.int8) * 3, (i32,)),
+        "uint8 image": (lambda a: np.maximum(a, 16).astype(np.float32) / 255, (u8,)),
+        "mask count (int64)": (lambda x: (x > 0).sum(axis=0), (x,)),
         "transposed read": (lambda x: x.T * 2, (x,)),
         "sum over axis 0": (lambda x: x.sum(axis=0), (x,)),
         "softmax over axis 0": (lambda x: softmax(x.T).T, (x,)),

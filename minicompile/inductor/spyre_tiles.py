@@ -24,8 +24,8 @@ scalar     a constant                       1 x 1
 Anything else (a transpose, a strided slice) raises :class:`Unmappable` here
 and is read by DMA descriptors instead (:mod:`.spyre_gather`).  Float values
 are computed in fp32 on the vector unit whatever their storage type (the
-card's rule); int8/int16/int32 values in their own format, wrapping as NumPy
-does; booleans are 0/1 int8 masks written by comparisons and read by
+card's rule); int8/16/32 and uint8/16 values in their own format, wrapping as
+NumPy does; booleans are 0/1 int8 masks written by comparisons and read by
 ``v.select`` (``np.where``).  A shared sub-expression is computed once per
 tile (one temporary buffer per distinct value), which is what keeps a fused
 chain on the core.
@@ -67,7 +67,8 @@ FOLD = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
 POWERS: dict[float, str] = {1.0: "copy", 2.0: "square", 0.5: "sqrt", -1.0: "reciprocal"}
 # Integer formats of the vector unit (see SpyreConfig.vector_lanes); bool is a 0/1 mask.
 INTEGER_FORMATS = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16",
-                   np.dtype(np.int32): "int32", np.dtype(bool): "int8"}
+                   np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8",
+                   np.dtype(np.uint16): "uint16", np.dtype(bool): "int8"}
 
 Shape = tuple[bool, bool]  # (spans the tile's rows, spans its cols)
 Scalar = float | int        # a value known at compile time: float for floats, int otherwise
@@ -79,15 +80,16 @@ def compute_format(dtype: np.dtype) -> str:
     if dtype.kind == "f":
         return "fp32"
     if dtype not in INTEGER_FORMATS:
-        raise Unmappable(f"{dtype} data: the card computes floats, int8/16/32 and masks "
-                         "(no 64-bit or unsigned integers)")
+        raise Unmappable(f"{dtype} data: the card computes floats, int8/16/32, uint8/16 "
+                         "and masks (no 64-bit integers, no uint32)")
     return INTEGER_FORMATS[dtype]
 
 
 INT32_MAX = 2**31 - 1
 # |value| bounds of the integer formats NumPy widens to int64 (bool: 0 or 1).
 NARROW_BOUNDS = {np.dtype(bool): 1, np.dtype(np.int8): 2**7, np.dtype(np.int16): 2**15,
-                 np.dtype(np.int32): 2**31}
+                 np.dtype(np.int32): 2**31, np.dtype(np.uint8): 2**8 - 1,
+                 np.dtype(np.uint16): 2**16 - 1}
 
 
 def int64_bound(v: L.Value) -> int | None:

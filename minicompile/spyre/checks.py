@@ -128,7 +128,7 @@ def _check_instruction(program: Program, core: int, ins, fail) -> None:
                         d in (1, od) for d, od in zip(operand.shape, o.shape)):
                     fail(ProgramError, f"select operand {operand.shape} does not broadcast "
                          f"to {o.shape}")
-            if _dtype(program, core, m) not in ("int8", "int16", "int32", "fp16", "fp32"):
+            if DTYPES[_dtype(program, core, m)].numpy is None:
                 fail(ProgramError, f"mask {m} must be a 0/1 tile of a simulated format")
         case VectorReduce(op=op, out=o, a=a, axis=axis):
             want = (1, a.cols) if axis == 0 else (a.rows, 1)

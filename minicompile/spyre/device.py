@@ -63,8 +63,9 @@ class SpyreConfig:
     """fp16 lanes of the SIMD vector unit (estimate); 32-bit data runs on
     half as many lanes. Integer arithmetic (estimate: IBM publishes int8/int4
     for the matrix unit only): the vector unit is assumed to add, subtract,
-    multiply, compare, take max/min and select on int8, int16 and int32 at the
-    lane count of their width (8- and 16-bit data on every lane, 32-bit on half),
+    multiply, compare, take max/min and select on int8, int16, int32, uint8 and
+    uint16 at the lane count of their width (8- and 16-bit data on every lane,
+    32-bit on half),
     wrapping on overflow as two's-complement hardware does; it has no integer
     divider and no 64-bit integers. Masks (comparison results) are int8 0/1."""
     transcendental_factor: int = 4
@@ -114,6 +115,8 @@ DTYPES: dict[str, DType] = {
     "int8": DType("int8", 8, np.int8),
     "int16": DType("int16", 16, np.int16),   # vector unit only (see vector_lanes)
     "int32": DType("int32", 32, np.int32),   # vector unit only (see vector_lanes)
+    "uint8": DType("uint8", 8, np.uint8),    # vector unit only (see vector_lanes)
+    "uint16": DType("uint16", 16, np.uint16),  # vector unit only (see vector_lanes)
     "fp8": DType("fp8", 8, None),
     "int4": DType("int4", 4, None),
 }

@@ -102,10 +102,10 @@ INTEGER_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8, np.uint16])
 @pytest.mark.parametrize("name", INTEGER_PROGRAMS)
 def test_integer_programs(name, dtype):
-    """int8/int16/int32 arithmetic wraps on overflow exactly as NumPy does."""
+    """int8/16/32 and uint8/16 arithmetic wraps on overflow exactly as NumPy does."""
     a, b = exact(29, 41, dtype=dtype), exact(29, 41, dtype=dtype)
     with np.errstate(over="ignore"):
         on_card(INTEGER_PROGRAMS[name], a, b, scale=100)
@@ -148,7 +148,7 @@ def test_a_transposed_read_moves_whole_bursts_and_turns_round_on_the_core(shape)
 
 @settings(max_examples=15, deadline=None)
 @given(rows=st.integers(1, 70), cols=st.integers(1, 70),
-       dtype=st.sampled_from([np.float32, np.int8, np.int16, np.int32]))
+       dtype=st.sampled_from([np.float32, np.int8, np.int16, np.int32, np.uint8]))
 def test_every_kind_on_shapes_that_do_not_divide(rows, cols, dtype):
     """Shapes that divide neither over 32 cores nor into tiles."""
     x, y = exact(rows, cols, dtype=dtype), exact(rows, cols, dtype=dtype)

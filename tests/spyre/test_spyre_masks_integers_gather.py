@@ -64,7 +64,7 @@ def test_select_takes_tiles_scalars_and_broadcasts(a, b):
     np.testing.assert_array_equal(y, expect)
 
 
-@pytest.mark.parametrize("fmt", ["int8", "int16", "int32"])
+@pytest.mark.parametrize("fmt", ["int8", "int16", "int32", "uint8", "uint16"])
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "max", "min"])
 def test_integer_arithmetic_wraps_like_numpy(fmt, op):
     np_type = DTYPES[fmt].numpy
