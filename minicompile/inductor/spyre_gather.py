@@ -95,7 +95,7 @@ class Walk:
         col_vars = {v for v, _ in col.terms}
         row_terms, col_terms = {}, {}
         for atom, c in offset.terms:
-            used = atom.free_vars() if not isinstance(atom, L.Var) else {atom}
+            used = {atom} if isinstance(atom, L.Var) else atom.base.free_vars()
             if used <= row_vars:
                 row_terms[atom] = c
             elif used <= col_vars:

@@ -27,7 +27,7 @@ from ..spyre.isa import (Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Matmu
 from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
 from . import loop_ir as L, lowering
 from .scheduler import Buffer, Kernel, Schedule
-from .spyre_gather import evaluate
+from .spyre_gather import Walk
 from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
 from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
@@ -61,22 +61,26 @@ def epilogue_of(ext: L.Extern, kernel: Kernel) -> bool:
 class MatrixOperand:
     """A matmul input as the card reads it: the (batch..., rows, cols) array, either a
     plain row-major buffer (``offset`` None: one strided DmaLoad per tile) or a view
-    of one (``x.T``, ``q.transpose(0, 2, 1)``, a slice): ``offset`` is the flat index
-    into the viewed buffer over loop variables ``vars`` (batch..., row, col), read by
-    DMA gathers; a view whose rows are closer in memory than its cols is fetched
-    turned round, in whole bursts, and turned back by ``retile.transpose``."""
+    of one (``x.T``, ``q.transpose(0, 2, 1)``, a slice, a reshape of a transpose):
+    ``offset`` is the flat index into the viewed buffer over loop variables ``vars``
+    (batch..., row, col), read by DMA gathers (:class:`.spyre_gather.Walk`); a view
+    whose rows are closer in memory than its cols is fetched turned round, in whole
+    bursts, and turned back by ``retile.transpose``."""
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
     offset: L.Expr | None = None
     vars: tuple[L.Var, ...] = ()
 
+    def walk(self, batch: int) -> Walk:
+        digits = np.unravel_index(batch, self.shape[:-2]) if len(self.shape) > 2 else ()
+        fixed = {v: L.Expr(None, int(d)) for v, d in zip(self.vars, digits)}
+        row, col = (L.Expr({v: 1}) for v in self.vars[-2:])
+        return Walk.of(self.offset.subs(fixed), row, col, *self.shape[-2:])
+
     @property
     def transposed(self) -> bool:
-        if self.offset is None:
-            return False
-        rs, cs = (abs(self.offset.coeff(v)) for v in self.vars[-2:])
-        return 0 < rs < cs
+        return self.offset is not None and self.walk(0).transposed
 
     def fetch(self, dram: str, buffer: str, staging: str, batch: int, r0: int, c0: int,
               r: int, c: int, tag: str) -> list:
@@ -84,13 +88,16 @@ class MatrixOperand:
         if self.offset is None:
             first = batch * self.shape[-2] if len(self.shape) > 2 else 0
             return [DmaLoad(Tile(buffer, r, c), dram, first + r0, c0, tag)]
-        digits = np.unravel_index(batch, self.shape[:-2]) if len(self.shape) > 2 else ()
-        env = dict(zip(self.vars, [*digits, r0, c0]))
-        offset = int(evaluate(self.offset, env))
-        rs, cs = (self.offset.coeff(v) for v in self.vars[-2:])
-        if self.transposed:
-            return [DmaGather(Tile(staging, c, r), dram, offset, cs, rs, tag)]
-        return [DmaGather(Tile(buffer, r, c), dram, offset, rs, cs, tag)]
+        turned = self.transposed
+        out = []
+        for d in self.walk(batch).descriptors(r0, c0, r, c):
+            if turned:
+                out.append(DmaGather(Tile(staging, d.cols, d.rows, d.j0, d.i0), dram, d.offset,
+                                     d.col_stride, d.row_stride, tag))
+            else:
+                out.append(DmaGather(Tile(buffer, d.rows, d.cols, d.i0, d.j0), dram, d.offset,
+                                     d.row_stride, d.col_stride, tag))
+        return out
 
 
 def matrix_operand(schedule: Schedule, name: str) -> MatrixOperand:
@@ -112,9 +119,9 @@ def matrix_operand(schedule: Schedule, name: str) -> MatrixOperand:
         load = L.substitute(low.body, {v: i for v, i in zip(low.vars, load.index) if v.size != 1})
     base = schedule.buffers[load.buffer]
     offset = L.linearize(load.index, L.contiguous_strides(base.shape))
-    if any(not isinstance(atom, L.Var) for atom, _ in offset.terms):
-        raise Unmappable(f"matmul reads {name} through a reshaped view ({offset})")
-    return MatrixOperand(base.name, shape, base.dtype, offset, L.loop_vars("x", shape))
+    operand = MatrixOperand(base.name, shape, base.dtype, offset, L.loop_vars("x", shape))
+    operand.walk(0)  # refuses an index that mixes rows and cols (raises Unmappable)
+    return operand
 
 
 def batch_shape(a, b) -> tuple[tuple[int, ...], bool, bool]:

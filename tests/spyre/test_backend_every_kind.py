@@ -316,3 +316,17 @@ def test_int64_sums_that_may_not_fit_32_bits_stay_on_the_host():
                                   a.sum(axis=1))
     (host,) = [s for s in compiled[-1].program.steps if isinstance(s, HostStep)]
     assert "may not fit 32 bits" in host.reason
+
+
+def heads_merged(x):
+    """(heads, seq, d) -> (seq, heads * d): a reshape of a transpose, whose index needs
+    // and % of the row and col."""
+    return x.transpose(1, 0, 2).reshape(x.shape[1], -1)
+
+
+def test_reads_through_a_reshaped_transpose():
+    """Regression: such an index (floor/mod of loop variables) crashed the planner."""
+    x, w = uniform(4, 32, 16), uniform(64, 24)
+    on_card(lambda x: heads_merged(x) * 2, x)
+    compiled = on_card(lambda x, w: heads_merged(x) @ w, x, w, scale=64)
+    assert "dma.gather" in str(compiled.program)
