@@ -54,9 +54,11 @@ BINARY: dict[str, str] = {
     "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge",
     "equal": "eq", "not_equal": "ne",
 }
-# Logic on masks (0/1 values): and = a * b, or = max(a, b), xor = a != b.
+# Logic on masks (0/1 values): and = a * b, or = max(a, b), xor = a != b; NumPy's
+# add of two bool arrays is or (True + True is True), so it must not make a 2.
 MASK_BINARY: dict[str, str] = {"bitwise_and": "mul", "bitwise_or": "max", "bitwise_xor": "ne",
-                               "logical_and": "mul", "logical_or": "max", "logical_xor": "ne"}
+                               "logical_and": "mul", "logical_or": "max", "logical_xor": "ne",
+                               "add": "max", "multiply": "mul"}
 COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne"}
 # a < b is b > a: a comparison swaps its operands by mirroring the relation.
 MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
@@ -221,10 +223,10 @@ class TileEmitter:
                 return self._binary(v, "eq", self.value(a), 0, v.dtype)
             case L.Op(name="invert", args=(a,)) if v.dtype == bool:
                 return self._binary(v, "eq", self.value(a), 0, v.dtype)
-            case L.Op(name=name, args=(a, b)) if name in BINARY:
-                return self._binary(v, BINARY[name], self.value(a), self.value(b), v.dtype)
             case L.Op(name=name, args=(a, b)) if name in MASK_BINARY and v.dtype == bool:
                 return self._binary(v, MASK_BINARY[name], self.value(a), self.value(b), v.dtype)
+            case L.Op(name=name, args=(a, b)) if name in BINARY:
+                return self._binary(v, BINARY[name], self.value(a), self.value(b), v.dtype)
         raise Unmappable(f"no vector instruction for {getattr(v, 'name', type(v).__name__)} "
                          f"on {v.dtype}")
 

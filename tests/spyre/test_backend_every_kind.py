@@ -65,7 +65,30 @@ MASKS = {
     "mask_sum": lambda x, y: (x > y).astype(np.float32).sum(axis=1),
     "clip": lambda x, y: np.clip(x, -1.0, 1.5),
     "relu_mask_grad": lambda x, y: y * (x > 0),
+    # Regression: True + True is True in NumPy; the card made a 2, and == 1 said False.
+    "bool_add": lambda x, y: ((x > 0) + (y > 0)) == 1,
 }
+
+
+MASK_OPS = [lambda a, b: a & b, lambda a, b: a | b, lambda a, b: a ^ b, lambda a, b: a + b,
+            lambda a, b: a * b, lambda a, b: a == b, lambda a, b: a != b,
+            lambda a, b: np.maximum(a, b), lambda a, b: np.where(a, b, ~b),
+            lambda a, b: ~a, lambda a, b: (a + b) == 1, lambda a, b: (a.astype(np.int8) - b) > 0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, len(MASK_OPS) - 1), st.integers(0, 3),
+                              st.integers(0, 3)), min_size=1, max_size=5))
+def test_random_mask_programs(ops):
+    """Programs of up to five mask operations, each on any two earlier values."""
+    def fn(x, y):
+        values = [x > 0, y > 0, x > y, x == y]
+        for op, i, j in ops:
+            values.append(MASK_OPS[op](values[-1 - i % len(values)], values[j % len(values)]))
+        return values[-1]
+    x, y = exact(23, 31), exact(23, 31)
+    y[::4] = x[::4]
+    on_card(fn, x, y)
 
 
 @pytest.mark.parametrize("name", COMPARISONS)
