@@ -176,6 +176,7 @@ class SpyreReport:
     total: Report
     steps: list[tuple[str, Report]] = field(default_factory=list)
     host_steps: list[str] = field(default_factory=list)
+    host_reasons: list[str] = field(default_factory=list)  # why each host step fell back
 
     def __getattr__(self, name: str) -> Any:
         if name == "total":
@@ -193,10 +194,12 @@ class SpyreReport:
                   for name, r in self.steps]
         lines.append(f"host fallbacks      {len(self.host_steps)}"
                      + (f" ({', '.join(self.host_steps)})" if self.host_steps else ""))
+        lines += [f"  host {name}: {why}" for name, why in zip(self.host_steps, self.host_reasons)]
         return "\n".join(lines)
 
 
-def combine(steps: list[tuple[str, Report]], host_steps: list[str], cores: int) -> SpyreReport:
+def combine(steps: list[tuple[str, Report]], host_steps: list[str], cores: int,
+            host_reasons: list[str] | None = None) -> SpyreReport:
     """Programs run one after another: cycles and bytes add, peaks take the maximum."""
     reports = [r for _, r in steps]
     total = sum(r.total_cycles for r in reports)
@@ -218,7 +221,7 @@ def combine(steps: list[tuple[str, Report]], host_steps: list[str], cores: int) 
         dram_utilization=weight("dram_utilization"), ring_link_utilization=links,
         bottleneck=longest.bottleneck if longest else "none",
         clock_hz=longest.clock_hz if longest else 1e9)
-    return SpyreReport(summary, steps, host_steps)
+    return SpyreReport(summary, steps, host_steps, list(host_reasons or []))
 
 
 # -- the compiled callable ------------------------------------------------------------------
@@ -257,7 +260,7 @@ class SpyreCompiled:
         runs, host = [], []
         for step in self.program.steps:
             if isinstance(step, HostStep):
-                host.append(step.name)
+                host.append(step)
                 for b in step.buffers:
                     self._value(b, env)
                 continue
@@ -270,7 +273,8 @@ class SpyreCompiled:
                 value = outputs.get(dram, np.zeros(step.program.dram[dram].shape,
                                                    _numpy(step, dram)))
                 env[buf] = value.reshape(node.shape).astype(node.dtype)
-        self.report = combine(runs, host, self.config.cores)
+        self.report = combine(runs, [h.name for h in host], self.config.cores,
+                              [h.reason for h in host])
         return tuple(self._value(n.name, env) for n in self.graph.outputs)
 
     def _value(self, name: str, env: dict[str, Any]) -> Any:
