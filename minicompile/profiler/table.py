@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import HOST, Event
+from .events import Event
 
 
 @dataclass
