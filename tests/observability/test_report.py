@@ -275,3 +275,30 @@ def test_kernel_excerpt_cuts_one_definition():
     py = "import triton\n\n@triton.jit\ndef k1(x):\n    y = x\n\n    return y\ndef k2():\n    pass\n"
     assert kernel_excerpt(py, "k1") == "@triton.jit\ndef k1(x):\n    y = x\n\n    return y"
     assert kernel_excerpt(cpp, "missing") is None
+
+
+def test_a_decorated_function_is_reported_with_its_backend(tmp_path):
+    @mc.compile(backend="eager")
+    def f(x):
+        return np.exp(x) + 1
+
+    path = str(tmp_path / "r.html")
+    np.testing.assert_allclose(mc.report(f, path)(np.ones(3)), np.exp(np.ones(3)) + 1)
+    page = open(path).read()
+    assert "<th>backend</th><td>eager" in page
+    assert not f.cache  # the decorated function's own cache is left alone
+
+
+def test_a_function_without_source_still_gets_a_page(tmp_path):
+    namespace = {"np": np}
+    exec("def g(x):\n    return np.sqrt(x)\n", namespace)
+    path = str(tmp_path / "r.html")
+    np.testing.assert_allclose(mc.report(namespace["g"], path, backend="cpp")(np.arange(4.0)), np.sqrt(np.arange(4.0)))
+    page = open(path).read()
+    assert "source of this function is not available" in page and "kernel_0" in page
+
+
+def test_cli_accepts_a_module_name(tmp_path):
+    out = tmp_path / "gl.html"
+    assert cli(["report", "minicompile.examples.gelu_layernorm:gelu_layernorm", "-o", str(out), "--repeat", "1"]) == 0
+    assert "gelu_layernorm" in out.read_text()
