@@ -97,6 +97,19 @@ def _row(name: str, t1: float | None, t32: float | None, base1: float, base32: f
     return f"{name:<14} {format_seconds(t1):>10} {ips:>7.1f} im/s {lower:>9.0f}% {higher:>10.0f}%  {note}"
 
 
+def _cold_seconds(first_call: Callable[[], Any]) -> float:
+    """Wall time of a first call (capture, inductor and g++) with an empty kernel cache."""
+    saved_cache = config.cache_dir
+    with tempfile.TemporaryDirectory() as cold:
+        config.cache_dir = Path(cold)
+        try:
+            start = time.perf_counter()
+            first_call()
+            return time.perf_counter() - start
+        finally:
+            config.cache_dir = saved_cache
+
+
 def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
     """Measure every engine on MobileNetV2; returns the numbers printed by :func:`main`."""
     import minicompile as mc
@@ -114,23 +127,22 @@ def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
     mc.reset()
     fn = mc.compile(mnv2.forward, backend=backend)
     # Cold compile: capture, inductor and g++, with an empty kernel cache.
-    saved_cache = config.cache_dir
-    with tempfile.TemporaryDirectory() as cold:
-        config.cache_dir = Path(cold)
-        try:
-            start = time.perf_counter()
-            fn(params, images[LATENCY_BATCH])
-            compile_s = time.perf_counter() - start
-        finally:
-            config.cache_dir = saved_cache
+    compile_s = _cold_seconds(lambda: fn(params, images[LATENCY_BATCH]))
     graph = compiled_graphs[0]
     explained = mc.explain(mnv2.forward)(params, images[LATENCY_BATCH])
     for b, x in images.items():
         np.testing.assert_allclose(fn(params, x), mnv2.forward(params, x), rtol=1e-3, atol=1e-3)
+    # Batch norm kept in the source, folded by the compiler (freezing).
+    kept = mnv2.freeze(mnv2.init_params(batch_norm=True))
+    fn_kept = mc.compile(mnv2.forward, backend=backend, options={"freezing": True})
+    expected_kept = mnv2.forward(kept, images[LATENCY_BATCH])
+    np.testing.assert_allclose(fn_kept(kept, images[LATENCY_BATCH]), expected_kept, rtol=1e-3, atol=1e-3)
+    kernels_bn_kept = len(compiled_graphs[-1].kernels)
 
     engines: dict[str, Callable[[int], Any]] = {
         "numpy": lambda b: mnv2.forward(params, images[b]),
         "minicompile": lambda b: fn(params, images[b]),
+        "mc, BN frozen": lambda b: fn_kept(kept, images[b]),
     }
     torch_note = ""
     torch_compile_s = None
@@ -168,7 +180,7 @@ def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
     return {
         "times": times, "compile_s": compile_s, "torch_compile_s": torch_compile_s,
         "graphs": explained.graph_count, "graph_breaks": explained.graph_break_count,
-        "kernels": len(graph.kernels),
+        "kernels": len(graph.kernels), "kernels_bn_kept": kernels_bn_kept,
         "externs": graph.schedule.count("\nextern ") + graph.schedule.startswith("extern "),
         "torch_note": torch_note,
     }
@@ -187,6 +199,8 @@ def print_mobilenet(with_torch: bool = True) -> dict[str, Any]:
         print(_row("torch", None, None, base1, base32, r["torch_note"]))
     print(f"minicompile: first call (capture + compile, cold cache) {r['compile_s']:.1f} s, {r['graphs']} graph(s), {r['graph_breaks']} break(s), "
           f"{r['kernels']} kernels, {r['externs']} extern calls")
+    print(f"mc, BN frozen: batch norm kept in the NumPy source, compiled with options={{'freezing': True}} "
+          f"on read-only weights: {r['kernels_bn_kept']} kernels (folded weights: {r['kernels']})")
     if r["torch_compile_s"] is not None:
         print(f"torch.compile: first calls (compile) {r['torch_compile_s']:.1f} s for both batch sizes")
     return r
@@ -353,19 +367,6 @@ def run_decoder(with_torch: bool = True, budget_s: float = 1.5) -> dict[str, Any
             "torch_compile_s": torch_compile_s, "graphs": explained.graph_count,
             "graph_breaks": explained.graph_break_count,
             "inference": count("inference"), "training": count("training"), "torch_note": torch_note}
-
-
-def _cold_seconds(first_call: Callable[[], Any]) -> float:
-    """Wall time of a first call (capture, inductor and g++) with an empty kernel cache."""
-    saved_cache = config.cache_dir
-    with tempfile.TemporaryDirectory() as cold:
-        config.cache_dir = Path(cold)
-        try:
-            start = time.perf_counter()
-            first_call()
-            return time.perf_counter() - start
-        finally:
-            config.cache_dir = saved_cache
 
 
 def print_decoder(with_torch: bool = True) -> dict[str, Any]:
