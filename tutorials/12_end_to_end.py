@@ -128,8 +128,8 @@ print(f"eager {format_seconds(eager_s)} -> compiled {format_seconds(compiled_s)}
 # The weights above have batch norm already folded in, as deployed models do.
 # A model fresh from training keeps it: each convolution is followed by
 # `(h - mean) / np.sqrt(var + eps) * gamma + beta`.  Compiled as is, every
-# batch norm costs a kernel of its own (the `sqrt` of the statistics) and
-# four more operations per activation.  torch.compile folds it when asked to
+# batch norm costs extra kernels on every call (the `sqrt` of its statistics,
+# computed again each time) and four more operations per activation.  torch.compile folds it when asked to
 # *freeze* the weights (`options={"freezing": True}`); so does minicompile:
 # read-only weight arrays become constants, `ir/fold_batchnorm.py` moves each
 # batch norm into the convolution's weight and bias, and what only weights

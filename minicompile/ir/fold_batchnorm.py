@@ -83,8 +83,8 @@ def _find_linear(node: Node, fixed: set[str], users: dict[str, int], outputs: se
             if isinstance(w, Node) and w.name in fixed and letters[k].count(out[-1]) == 1:
                 return Linear(node, w, letters[k].index(out[-1]))
     elif name == "sum":
-        product, axis, dtype, keepdims = args
-        if dtype is not None or not isinstance(product, Node) or product.kind != "call" \
+        product, axis, keepdims = node.arg("a"), node.arg("axis"), node.arg("keepdims")
+        if node.arg("dtype") is not None or not isinstance(product, Node) or product.kind != "call" \
                 or product.op.name != "multiply" or users[product.name] != 1 or product.name in outputs:
             return None
         reduced = set(range(product.meta.ndim)) if axis is None else set(axis)
