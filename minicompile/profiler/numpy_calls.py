@@ -74,7 +74,9 @@ class NumpyRecorder:
     # -- the stand-ins -------------------------------------------------------------
 
     def timed(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
-        if self.depth or threading.get_ident() != self.owner:
+        # A stand-in someone kept (``from numpy import exp`` run during the profile)
+        # stays a plain pass-through once the profile is over.
+        if not self._running or self.depth or threading.get_ident() != self.owner:
             return fn(*args, **kwargs)
         self.depth += 1
         start = perf_counter_ns()

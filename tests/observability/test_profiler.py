@@ -259,3 +259,19 @@ def test_other_threads_run_normally_and_are_not_recorded():
         t.join()
     np.testing.assert_array_equal(results[0], np.ones(3))
     assert "np.exp" not in _names(prof, "numpy") and "np.zeros" not in _names(prof, "numpy")
+
+
+def test_a_stand_in_kept_past_the_profile_records_nothing_more():
+    with mc.profile() as prof:
+        kept = np.exp  # e.g. `from numpy import exp` run while profiling
+    before = len(prof._raw)
+    np.testing.assert_array_equal(kept(np.zeros(2)), np.ones(2))
+    assert len(prof._raw) == before
+
+
+def test_a_compile_event_says_how_long_capture_and_backend_took():
+    f = mc.compile(mlp_row, backend="cpp")
+    with mc.profile() as prof:
+        f(np.random.rand(4, 5), np.random.rand(5, 3))
+    compile_event = next(e for e in prof.events if e.cat == "compile")
+    assert compile_event.args["capture_ms"] > 0 and compile_event.args["backend_compile_ms"] > 0
