@@ -135,18 +135,20 @@ assert len(never.cache) == 3
 # %% [markdown]
 # ## When the loops cannot say it: one compile per shape, never a wrong answer
 #
-# The C++ loops keep strides as constants.  When an *inner* axis is symbolic
-# (here `dynamic=True` makes the width `s1`, the stride of the rows), the
-# backend cannot express it, and the compiled callable specializes per shape
-# instead, saying so in `MINICOMPILE_LOGS=recompiles`.
+# Sizes stay polynomials in the symbols; a strided slice `x[::2]` has length
+# `(s0 + 1)//2`, which the capture keeps exact by guarding the parity of the
+# example, but which the C++ index arithmetic does not express.  The compiled
+# callable then specializes per shape instead, and says so in
+# `MINICOMPILE_LOGS=recompiles`.
 
 # %%
 from minicompile.inductor.dynamic import PerShapeCompiled
 
-wide = mc.compile(lambda x: np.tanh(x) * 2, backend="cpp", dynamic=True)
+every_other = mc.compile(lambda x: np.tanh(x[::2]) * 2, backend="cpp", dynamic=True)
 for n in (4, 6, 4):
-    x = rng.standard_normal((3, n)).astype(np.float32)
-    np.testing.assert_allclose(wide(x), np.tanh(x) * 2, rtol=1e-5)
-per_shape = wide.cache[0].compiled
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    np.testing.assert_allclose(every_other(x), np.tanh(x[::2]) * 2, rtol=1e-5)
+per_shape = every_other.cache[0].compiled
+print(every_other.cache[0].capture.guards)
 print(per_shape)
 assert isinstance(per_shape, PerShapeCompiled) and len(per_shape.compiled) == 2

@@ -11,7 +11,10 @@ Out: three families of immutable, printable objects.
   each atom ``a`` is a loop variable, ``e // d`` or ``e % d``.  Building an
   expression simplifies it (the rules are listed at :func:`floordiv`,
   :func:`mod` and :meth:`Expr._normalize`), so a reshape followed by its
-  inverse folds back to the plain loop variables.
+  inverse folds back to the plain loop variables.  With dynamic shapes a
+  stride may be a symbolic size: ``x0*(16*s1)`` is the atom ``Scaled(x0,
+  16*s1)``, and a divisor may be one symbol (``x0 // s1``); a simplification
+  that would need to compare sizes the symbols leave open is not made.
 * **Values** (:class:`Load`, :class:`Constant`, :class:`Op`, :class:`Cast`):
   the scalar computed for one element.  Every value knows its dtype; an ``Op``
   receives operands already cast to the dtype NumPy's ufunc loop computes in.
@@ -25,12 +28,14 @@ Out: three families of immutable, printable objects.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
 import numpy as np
 
 from ..ir.dtypes import short_name
+from ..ir.symbolic import Sym, SymbolicUnsupported, monomial_quotient
 
 # ---------------------------------------------------------------------------
 # Index expressions
@@ -66,7 +71,20 @@ class Mod:
         return f"({_paren(self.base)}%{self.divisor})"
 
 
-Atom = Union[Var, FloorDiv, Mod]
+@dataclass(frozen=True)
+class Scaled:
+    """``atom * factor`` for a symbolic size ``factor`` (dynamic shapes): the
+    stride ``16*s0`` of a loop variable is a size known only at run time, so it
+    stays a factor of the atom instead of becoming an integer coefficient."""
+
+    atom: "Atom"
+    factor: Sym
+
+    def __str__(self) -> str:
+        return f"{self.atom}*({self.factor})"
+
+
+Atom = Union[Var, FloorDiv, Mod, Scaled]
 
 
 def _paren(e: "Expr") -> str:
@@ -106,6 +124,8 @@ class Expr:
     __radd__ = __add__
 
     def __mul__(self, other: "Expr | int") -> "Expr":
+        if isinstance(other, Sym):
+            return self._scaled(other)
         other = Expr.of(other)
         if not other.is_const:
             if not self.is_const:
@@ -115,6 +135,16 @@ class Expr:
         return Expr({a: c * k for a, c in self.terms}, self.const * k)  # x*1 -> x, x*0 -> 0
 
     __rmul__ = __mul__
+
+    def _scaled(self, factor: Sym) -> "Expr":
+        """``self * factor`` for a symbolic size: each atom becomes ``Scaled``."""
+        if self.const:
+            raise SymbolicUnsupported(f"index {self} times the size {factor}")
+        terms: dict[Atom, int] = {}
+        for atom, c in self.terms:
+            scaled = Scaled(atom.atom, atom.factor * factor) if isinstance(atom, Scaled) else Scaled(atom, factor)
+            terms[scaled] = terms.get(scaled, 0) + c
+        return Expr(terms)
 
     def __neg__(self) -> "Expr":
         return self * -1
@@ -142,6 +172,8 @@ class Expr:
     def free_vars(self) -> set[Var]:
         out: set[Var] = set()
         for atom, _ in self.terms:
+            while isinstance(atom, Scaled):
+                atom = atom.atom
             out |= {atom} if isinstance(atom, Var) else atom.base.free_vars()
         return out
 
@@ -160,6 +192,8 @@ class Expr:
         for atom, c in self.terms:
             if isinstance(atom, Var):
                 new = mapping.get(atom, Expr({atom: 1}))
+            elif isinstance(atom, Scaled):
+                new = Expr({atom.atom: 1}).subs(mapping) * atom.factor
             elif isinstance(atom, FloorDiv):
                 new = floordiv(atom.base.subs(mapping), atom.divisor)
             else:
@@ -168,9 +202,12 @@ class Expr:
         return out
 
     def render(self, atom_fmt: Callable[[Atom], str] = str) -> str:
+        def fmt(atom: Atom) -> str:  # a backend's atom_fmt never sees Scaled
+            return f"{fmt(atom.atom)}*({atom.factor})" if isinstance(atom, Scaled) else atom_fmt(atom)
+
         parts = []
         for atom, c in self.terms:
-            text = atom_fmt(atom)
+            text = fmt(atom)
             mag = abs(c)
             term = text if mag == 1 else f"{mag}*{text}"
             parts.append(("-" if c < 0 else "+", term))
@@ -191,7 +228,14 @@ class Expr:
 def _atom_bounds(atom: Atom) -> tuple[int, int]:
     if isinstance(atom, Var):
         return 0, max(atom.size - 1, 0)
+    if isinstance(atom, Scaled):  # factor is a size: positive
+        lo, hi = _atom_bounds(atom.atom)
+        return lo * atom.factor, hi * atom.factor
     lo, hi = atom.base.bounds()
+    if isinstance(atom.divisor, Sym):  # e // s0 lies in [0, e] (s0 >= 2); e % s0 in [0, s0 - 1]
+        if lo != 0:
+            raise SymbolicUnsupported(f"bounds of {atom}")
+        return (0, hi) if isinstance(atom, FloorDiv) else (0, atom.divisor - 1)
     if isinstance(atom, FloorDiv):
         return lo // atom.divisor, hi // atom.divisor
     return 0, atom.divisor - 1
@@ -224,31 +268,77 @@ def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:
     return terms
 
 
-def _split(e: Expr, d: int) -> tuple[Expr, Expr]:
-    """``e = d*q + r`` with every coefficient of ``r`` not divisible by ``d``."""
+def _split(e: Expr, d: int | Sym) -> tuple[Expr, Expr]:
+    """``e = d*q + r`` with every coefficient of ``r`` not divisible by ``d``
+    (a symbolic ``d`` divides only the ``Scaled`` terms whose factor it divides)."""
     q, r = {}, {}
+    scaled = Expr()
     for atom, c in e.terms:
-        if c % d == 0:
+        exact = _scaled_quotient(atom, d)
+        if exact is not None:
+            scaled = scaled + exact * c
+        elif isinstance(d, int) and c % d == 0:
             q[atom] = c // d
         else:
             r[atom] = c
-    qc, rc = divmod(e.const, d)
-    return Expr(q, qc), Expr(r, rc)
+    qc, rc = divmod(e.const, d) if isinstance(d, int) else (0, e.const)
+    return Expr(q, qc) + scaled, Expr(r, rc)
 
 
-def _within(e: Expr, d: int) -> bool:
-    lo, hi = e.bounds()
-    return 0 <= lo and hi < d
+def _scaled_quotient(atom: Atom, d: int | Sym) -> "Expr | None":
+    """``atom / d`` when ``atom`` is ``Scaled`` by a size that ``d`` divides exactly."""
+    if not isinstance(atom, Scaled):
+        return None
+    factor = atom.factor.poly
+    if isinstance(d, Sym):
+        poly = monomial_quotient(factor, d.poly)
+    elif all(Fraction(c) % d == 0 for c in factor.values()):
+        poly = {m: Fraction(c) / d for m, c in factor.items()}
+    else:
+        poly = None
+    return None if poly is None else Expr({atom.atom: 1}) * Sym.make(poly, atom.factor.env)
 
 
-def _common_factor(e: Expr, d: int) -> tuple[int, Expr, Expr] | None:
-    """A ``g | d`` with ``e = g*a + b`` and ``0 <= b < g``: then ``e//d = a//(d/g)``."""
-    for g in sorted({math.gcd(c, d) for _, c in e.terms}, reverse=True):
+def _within(e: Expr, d: int | Sym) -> bool:
+    """``0 <= e < d`` for every value (False when symbolic sizes leave it open)."""
+    try:
+        lo, hi = e.bounds()
+        return 0 <= lo and hi < d
+    except SymbolicUnsupported:
+        return False
+
+
+def _content(d: int | Sym) -> int:
+    """The integer factor common to every term of a size (``16*s0`` -> 16)."""
+    if isinstance(d, int):
+        return d
+    coeffs = [Fraction(c) for c in d.poly.values()]
+    return math.gcd(*(int(c) for c in coeffs)) if all(c.denominator == 1 for c in coeffs) else 1
+
+
+def _divisor_atom(d: int | Sym) -> int | Sym:
+    """A divisor a ``FloorDiv``/``Mod`` atom may hold: an int or one symbol (rendered bare)."""
+    if isinstance(d, Sym) and not d.is_symbol():
+        raise SymbolicUnsupported(f"an index divided by {d}")
+    return d
+
+
+def _common_factor(e: Expr, d: int | Sym) -> tuple[int, Expr, Expr] | None:
+    """A ``g | d`` with ``e = g*a + b`` and ``0 <= b < g``: then ``e//d = a//(d/g)``.
+    For a symbolic ``d``, ``g`` may be a symbolic stride of ``e`` that divides it
+    (``(s2*x0 + x1) // (s1*s2) -> x0 // s1`` when ``x1 < s2``)."""
+    for g in sorted({math.gcd(c, _content(d)) for _, c in e.terms}, reverse=True):
         if g <= 1:
             continue
         a, b = _split(e, g)
         if _within(b, g):
             return g, a, b
+    if isinstance(d, Sym):
+        for atom, _ in e.terms:
+            if isinstance(atom, Scaled) and monomial_quotient(d.poly, atom.factor.poly) is not None:
+                a, b = _split(e, atom.factor)
+                if _within(b, atom.factor):
+                    return atom.factor, a, b
     return None
 
 
@@ -267,13 +357,15 @@ def floordiv(e: Expr | int, d: int) -> Expr:
     if d == 1:
         return e
     if e.is_const:
-        return Expr(None, e.const // d)
+        if isinstance(d, Sym) and e.const:
+            raise SymbolicUnsupported(f"{e.const} // {d}")
+        return Expr(None, e.const // d if e.const else 0)
     if e.bounds()[0] < 0:
         raise ValueError(f"floor division of a possibly negative index {e}")
     if _within(e, d):
         return Expr()
     q, r = _split(e, d)
-    if r.is_const or _within(r, d):
+    if (r.is_const and isinstance(d, int)) or _within(r, d):
         return q
     if not q.is_const or q.const:
         return q + floordiv(r, d)
@@ -284,7 +376,7 @@ def floordiv(e: Expr | int, d: int) -> Expr:
     if len(r.terms) == 1 and r.const == 0 and r.terms[0][1] == 1 and isinstance(r.terms[0][0], FloorDiv):
         inner = r.terms[0][0]
         return floordiv(inner.base, inner.divisor * d)
-    return Expr({FloorDiv(r, d): 1})
+    return Expr({FloorDiv(r, _divisor_atom(d)): 1})
 
 
 def mod(e: Expr | int, d: int) -> Expr:
@@ -302,7 +394,9 @@ def mod(e: Expr | int, d: int) -> Expr:
     if d == 1:
         return Expr()
     if e.is_const:
-        return Expr(None, e.const % d)
+        if isinstance(d, Sym) and e.const:
+            raise SymbolicUnsupported(f"{e.const} % {d}")
+        return Expr(None, e.const % d if e.const else 0)
     if e.bounds()[0] < 0:
         raise ValueError(f"modulo of a possibly negative index {e}")
     _, r = _split(e, d)
@@ -314,9 +408,9 @@ def mod(e: Expr | int, d: int) -> Expr:
         return mod(a, d // g) * g + b
     if len(r.terms) == 1 and r.const == 0 and r.terms[0][1] == 1 and isinstance(r.terms[0][0], Mod):
         inner = r.terms[0][0]
-        if inner.divisor % d == 0:
+        if isinstance(inner.divisor, int) and isinstance(d, int) and inner.divisor % d == 0:
             return mod(inner.base, d)
-    return Expr({Mod(r, d): 1})
+    return Expr({Mod(r, _divisor_atom(d)): 1})
 
 
 def loop_vars(prefix: str, ranges: tuple[int, ...]) -> tuple[Var, ...]:

@@ -256,6 +256,8 @@ def _static(rel: Relation) -> bool | None:
             return True
         return None
     lo, hi = _bounds(rel.poly)
+    neg_lo = _bounds({m: -c for m, c in rel.poly.items()})[0]  # -(largest value)
+    hi = min(hi, -neg_lo)
     if rel.op == ">=":
         return True if lo >= 0 else False if hi < 0 else None
     zero = not rel.poly
@@ -277,7 +279,7 @@ def evaluate_poly(poly: dict, values: dict[str, int]) -> int:
     return int(total)
 
 
-def _monomial_quotient(poly: dict, divisor: dict) -> dict | None:
+def monomial_quotient(poly: dict, divisor: dict) -> dict | None:
     """``poly / divisor`` when ``divisor`` is one symbolic term ``c*m`` dividing
     every term of ``poly`` exactly (``4*s0*s1 / (2*s0) = 2*s1``), else None."""
     if len(divisor) != 1:
@@ -361,7 +363,7 @@ class Sym:
         d = _poly_of(other)
         if d is None:
             return NotImplemented
-        exact = _monomial_quotient(self.poly, d)
+        exact = monomial_quotient(self.poly, d)
         if exact is not None:
             return Sym.make(exact, self.env)
         if set(d) != {()} or d[()] <= 0:
@@ -378,7 +380,7 @@ class Sym:
         d = _poly_of(other)
         if d is None:
             return NotImplemented
-        if _monomial_quotient(self.poly, d) is not None:
+        if monomial_quotient(self.poly, d) is not None:
             return 0
         if set(d) == {()} and d[()] > 0:
             return 0 if self.divisible_by(d[()]) else self.env.specialize(self.poly) % d[()]

@@ -127,13 +127,33 @@ def test_parallel_loop_decides_at_run_time():
     assert_close(compiled(x, w), pointwise(x, w))
 
 
-def test_symbolic_stride_falls_back_to_one_compile_per_shape():
-    # dynamic=True makes the inner axis symbolic too: its stride s1 is not a
-    # constant the index arithmetic can fold, so each shape gets its own kernels.
-    compiled = run_sizes(pointwise, [4, 5, 4], dynamic=True)
+def test_symbolic_strides_are_kernel_arguments_too():
+    # dynamic=True makes the inner axis symbolic too: the row stride is s1.
+    compiled = run_sizes(reduction, [4, 5, 4], dynamic=True)
     assert len(compiled.cache) == 1
     entry = compiled.cache[0].compiled
-    assert isinstance(entry, PerShapeCompiled) and len(entry.compiled) == 2
+    assert isinstance(entry, CompiledGraph) and "*(s1)" in entry.kernel_source
+
+
+def sequence_model(x, w):
+    # (batch, time, channels) with batch and time varying: merging them for a
+    # dense layer divides the flat index by the symbolic time length.
+    b, t, c = x.shape
+    h = np.tanh(x.reshape(-1, c) @ np.outer(w, w)).reshape(b, t, c)
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), h.mean(axis=(0, 1))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=st.lists(st.tuples(st.integers(2, 9), st.integers(2, 40)), min_size=2, max_size=6))
+def test_batch_and_sequence_length_both_symbolic(shapes):
+    compiled = mc.compile(sequence_model, backend="cpp")
+    w = rand(8)
+    for b, t in shapes:
+        x = rand(b, t, 8)
+        assert_close(compiled(x, w), sequence_model(x, w))
+    assert len(compiled.cache) <= 3  # static, then one axis, then both (if both changed)
+    assert all(isinstance(e.compiled, CompiledGraph) for e in compiled.cache)
 
 
 def test_strided_slice_falls_back_to_per_shape():

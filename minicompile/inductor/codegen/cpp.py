@@ -6,7 +6,8 @@ Out: :func:`generate` returns the C++ source and, per kernel, the buffers its
      ``extern "C"`` function takes as data pointers, in parameter order.
 
 Shapes and strides are baked in as constants: the caller's guards promise the
-same layouts on every call.  Loop structure:
+same layouts on every call.  Symbolic sizes (dynamic shapes) are the exception:
+each kernel takes them as trailing ``const int64_t s0, ...`` arguments.  Loop structure:
 
 * the outer output loop is ``omp parallel for`` (above ``PARALLEL_MIN_WORK``),
   the innermost contiguous loop ``omp simd``;

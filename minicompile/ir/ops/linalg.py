@@ -18,7 +18,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from .pointwise import ufunc_loop_dtypes
-from .registry import OpDef, TensorMeta, broadcast_shapes, register, simple_op, symbolic_or_numpy
+from ..symbolic import is_symbolic
+from .registry import (OpDef, TensorMeta, broadcast_shapes, register, simple_op, symbolic_broadcast,
+                       symbolic_or_numpy)
 
 
 def _matmul(x1, x2):
@@ -35,7 +37,7 @@ def _matmul_meta(x1: TensorMeta, x2: TensorMeta) -> TensorMeta:
             f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
             f"(size {b[-2]} is different from {a[-1]})"
         )
-    batch = tuple(np.broadcast_shapes(a[:-2], b[:-2]))
+    batch = symbolic_broadcast([a[:-2], b[:-2]]) if is_symbolic((a, b)) else tuple(np.broadcast_shapes(a[:-2], b[:-2]))
     shape = batch + (a[-2],) * (x1.ndim > 1) + (b[-1],) * (x2.ndim > 1)
     loop = ufunc_loop_dtypes(np.matmul, (x1, x2))
     return TensorMeta(shape, dt.check_supported(loop[-1]))
