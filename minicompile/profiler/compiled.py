@@ -109,12 +109,14 @@ def call_compiled(prof: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
                 entries = len(fn.cache)
                 with prof.numpy_recorder.suspended():  # capture must see the real NumPy
                     result = fn._miss(L, G, args, kwargs)
-                what = {}
-                if len(fn.cache) > entries:
-                    new = fn.cache[-1]
-                    what = {"capture_ms": round(new.capture.seconds * 1e3, 3),
-                            "backend_compile_ms": round(new.compile_seconds * 1e3, 3)}
-                prof.add(f"compile + first run {fn.fn.__qualname__}", "compile", checked, perf_counter_ns(), what)
+                if len(fn.cache) == entries:  # past the recompile limit: ran eagerly
+                    prof.add(f"eager run {fn.fn.__qualname__} (recompile limit)", "wrapper", checked,
+                             perf_counter_ns())
+                    return result
+                new = fn.cache[-1]
+                prof.add(f"compile + first run {fn.fn.__qualname__}", "compile", checked, perf_counter_ns(),
+                         {"capture_ms": round(new.capture.seconds * 1e3, 3),
+                          "backend_compile_ms": round(new.compile_seconds * 1e3, 3)})
                 return result
             prof.instrumenter.instrument(entry.compiled)
             # NumPy called by compiled code (externs, the wrapper's asarray) is part of

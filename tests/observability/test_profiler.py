@@ -275,3 +275,17 @@ def test_a_compile_event_says_how_long_capture_and_backend_took():
         f(np.random.rand(4, 5), np.random.rand(5, 3))
     compile_event = next(e for e in prof.events if e.cat == "compile")
     assert compile_event.args["capture_ms"] > 0 and compile_event.args["backend_compile_ms"] > 0
+
+
+def test_past_the_recompile_limit_the_eager_run_is_named(monkeypatch):
+    from minicompile import config
+
+    monkeypatch.setattr(config, "recompile_limit", 1)
+    f = mc.compile(lambda x, k: x * k, backend="eager")
+    f(np.ones(2), 1)
+    with pytest.warns(UserWarning, match="recompile limit"):
+        with mc.profile() as prof:
+            assert list(f(np.ones(2), 2)) == [2.0, 2.0]  # k is guarded by value: a miss
+    assert any(e.name.startswith("eager run ") and e.name.endswith("<lambda> (recompile limit)")
+               for e in prof.events)
+    assert _names(prof, "compile") == []
