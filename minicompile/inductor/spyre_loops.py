@@ -187,6 +187,8 @@ def _buffer_shape(kind: str, tr: int, tc: int) -> tuple[int, int]:
 def plan_loops(kernel: Kernel, schedule: Schedule, live: set[str], cfg: SpyreConfig) -> DeviceStep:
     step = DeviceStep(kernel.name, Program(cfg))
     rows, cols, row, col = space(kernel)
+    if rows * cols == 0:
+        raise Unmappable("zero elements: an empty result, nothing for the card to compute")
     for s in kernel.reductions:
         if s.reduction.reduction_type not in REDUCE_OPS:
             raise Unmappable(f"{s.reduction.reduction_type} reduction")

@@ -167,6 +167,8 @@ def plan_matmul_step(ext: L.Extern, epilogue: Kernel | None, schedule: Schedule,
         raise Unmappable(f"matmul of {a.dtype} by {b.dtype}")
     (M, K), N = a.shape[-2:], b.shape[-1]
     batches = math.prod(batch)
+    if batches * M * N * K == 0:
+        raise Unmappable("zero elements: an empty product, nothing for the card to compute")
     name = ext.name + (f"+{epilogue.name}" if epilogue else "")
     step = DeviceStep(name, Program(cfg))
 
