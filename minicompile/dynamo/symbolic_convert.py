@@ -30,7 +30,8 @@ from .builtin_calls import BUILTINS, CONTAINER_METHODS
 from .exc import BreakReason, Unsupported
 from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
 from ..ir import OPS, get_op
-from .output_graph import CONSTANT_TYPES, OutputGraph
+from ..ir.symbolic import is_symbolic
+from .output_graph import CONSTANT_TYPES, OutputGraph, specialize_sizes
 from .source import (
     Source,
     attr_source,
@@ -80,6 +81,11 @@ COMPARE_OPS: dict[str, tuple[Callable, str]] = {
     "==": (operator.eq, "equal"),
     "!=": (operator.ne, "not_equal"),
 }
+# Trace-time functions under which a symbolic size stays symbolic (see evaluate).
+SIZE_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                             operator.neg, operator.pos, operator.eq, operator.ne, operator.lt,
+                             operator.le, operator.gt, operator.ge})
+
 UNARY_OPS: dict[str, tuple[Callable, str]] = {
     "negative": (operator.neg, "negative"),
     "positive": (operator.pos, "positive"),
@@ -223,9 +229,20 @@ class InstructionTranslator:
         return PythonObjectVariable(value)
 
     def evaluate(self, fn: Callable, *args: Any, **kwargs: Any) -> VariableTracker:
-        """Run ``fn`` at trace time on Python values; its error becomes eager's error."""
+        """Run ``fn`` at trace time on Python values; its error becomes eager's error.
+
+        Symbolic sizes (dynamic shapes) stay symbolic through size arithmetic and
+        comparisons only; any other function (``str``, ``float``, ``math.prod``)
+        gets their example values, each guarded: it would not know a ``Sym``."""
+        if fn not in SIZE_ARITHMETIC and is_symbolic((args, tuple(kwargs.values()))):
+            args, kwargs = specialize_sizes(args), {k: specialize_sizes(v) for k, v in kwargs.items()}
         try:
             return self.wrap_value(fn(*args, **kwargs))
+        except TypeError:
+            if not is_symbolic((args, tuple(kwargs.values()))):
+                raise
+            # An operator the size type does not implement (s0 ** 2, s0 / 2).
+            return self.evaluate(lambda: fn(*specialize_sizes(args), **specialize_sizes(kwargs)))
         except Unsupported:
             raise
         except Exception as e:
@@ -630,7 +647,7 @@ class InstructionTranslator:
             self.push(ConstantVariable((a is b) != bool(inst.arg)))
             return
         if self.is_constant(a) and self.is_constant(b):
-            result = self.python_value(a) is self.python_value(b)
+            result = specialize_sizes(self.python_value(a)) is specialize_sizes(self.python_value(b))
         elif isinstance(a, ArrayVariable) != isinstance(b, ArrayVariable):
             result = False  # an array is never None, a constant or a module
         else:
@@ -817,7 +834,7 @@ class InstructionTranslator:
         self.stack.extend(reversed(items[:before] + [middle] + items[len(items) - after:]))
 
     def dict_key(self, var: VariableTracker) -> Any:
-        key = self.python_value(var)
+        key = specialize_sizes(self.python_value(var))  # looked up by its value, guarded
         try:
             hash(key)
         except TypeError:

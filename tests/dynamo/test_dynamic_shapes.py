@@ -6,6 +6,8 @@ same programs through the C++ kernels.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -298,3 +300,34 @@ def test_tensor_inputs_stay_static():
     out.backward()
     np.testing.assert_allclose(x.grad, y)
     assert "s0" not in str(compiled.cache[0].capture.graph)
+
+
+# Python code that reads a size: arithmetic and comparisons keep the symbol;
+# anything else sees the example's value (guarded), never the symbol itself.
+SIZE_USES = {
+    "str": lambda x: (x * 2, str(x.shape[0])),
+    "f_string": lambda x: (x * 2, f"n={x.shape[0]:>3}"),
+    "dict_lookup": lambda x: x + {8: 1, 10: 2, 12: 3}.get(x.shape[0], 0),
+    "dict_key": lambda x: x * {x.shape[0]: 2}.get(8, 5),
+    "isinstance": lambda x: x * isinstance(x.shape[0], int),
+    "type": lambda x: x * (type(x.shape[0]) is int),
+    "float": lambda x: x * float(x.shape[0]),
+    "true_divide": lambda x: x * (x.shape[0] / 3),
+    "power": lambda x: x * (x.shape[0] ** 2),
+    "divmod": lambda x: x * divmod(x.shape[0], 3)[1],
+    "membership": lambda x: x * (x.shape[0] in (8, 12)),
+    "list_index": lambda x: x * list(range(20))[x.shape[0]],
+    "math_prod": lambda x: x * math.prod(x.shape),
+    "shape_compare": lambda x: x * (1 if x.shape == (8,) else 2),
+    "half_slice": lambda x: x[: x.shape[0] // 2] * 2,
+}
+
+
+@pytest.mark.parametrize("use", sorted(SIZE_USES))
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_python_uses_of_a_size_equal_eager(use, dynamic):
+    fn = SIZE_USES[use]
+    compiled = mc.compile(fn, backend="eager", dynamic=dynamic)
+    for n in (8, 10, 12, 8, 10):
+        x = rand(n)
+        assert_same(compiled(x), fn(x), f"{use} at size {n}")
