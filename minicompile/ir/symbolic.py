@@ -36,6 +36,8 @@ import operator
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 Monomial = tuple[str, ...]  # sorted symbol names; () is the constant term
 
 
@@ -305,6 +307,10 @@ def monomial_quotient(poly: dict, divisor: dict) -> dict | None:
 # ---------------------------------------------------------------------------
 
 
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
+
+
 def _poly_of(value: Any) -> dict | None:
     if isinstance(value, Sym):
         return value.poly
@@ -398,6 +404,8 @@ class Sym:
     def _relation(self, other: Any, op: str) -> Any:
         p = _poly_of(other)
         if p is None:
+            if isinstance(other, (float, np.floating)):  # s0 == 8.0: compare the value, guarded
+                return _COMPARE[op](self.env.specialize(self.poly), other)
             return NotImplemented
         diff = _poly_add(self.poly, p, -1)
         if op == "==":

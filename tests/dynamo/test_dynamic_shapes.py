@@ -320,6 +320,9 @@ SIZE_USES = {
     "math_prod": lambda x: x * math.prod(x.shape),
     "shape_compare": lambda x: x * (1 if x.shape == (8,) else 2),
     "half_slice": lambda x: x[: x.shape[0] // 2] * 2,
+    "float_equal": lambda x: x * (x.shape[0] == 8.0),
+    "float_less": lambda x: x * (x.shape[0] < 9.5),
+    "float_multiply": lambda x: x * (x.shape[0] * 0.5),
 }
 
 
