@@ -26,8 +26,9 @@ Asking for a plain int (``int(s0)``, ``range(s0)``, NumPy taking the size)
 *specializes*: while capturing, the guard ``s0 == hint`` is recorded and the
 hint returned — an unrolled loop over ``range(n)`` stays specialized, as it must.
 
-Expressions render as Python and C alike (``2*s0*s1 + 3``); a division the
-trace guarded exact renders as ``(s0*3)//4``.
+Expressions render as Python and C alike (``2*s0*s1 + 3``).  A division the
+trace guarded exact (the length ``(s0 + 1)//2`` of ``x[::2]``) renders in
+Python only; the C++ backend compiles a graph holding one per shape.
 """
 from __future__ import annotations
 
@@ -142,7 +143,8 @@ def _term_bounds(poly: dict) -> tuple[float, float]:
 
 
 class Relation:
-    """``poly OP 0`` (OP in ``== != >= %``; for ``%``, ``poly % modulus == 0``)."""
+    """``poly OP 0`` (OP in ``== != >=``), or ``poly % modulus == 0`` (OP ``%``)
+    and its negation (OP ``%!``)."""
 
     def __init__(self, poly: dict, op: str, modulus: int = 0):
         self.poly, self.op, self.modulus = poly, op, modulus
