@@ -66,10 +66,10 @@ class FrozenGraph:
 
 def freeze(graph: Graph, example_inputs: list) -> FrozenGraph:
     """Fold batch norm into frozen weights and split off what frozen inputs alone determine."""
-    placeholders = graph.placeholders
     frozen = [i for i, x in enumerate(example_inputs) if is_frozen(x)]
-    names = {placeholders[i].name for i in frozen}
+    names = {graph.placeholders[i].name for i in frozen}
     graph = fold_batchnorm(graph, names)
+    placeholders = graph.placeholders
     fixed = fixed_nodes(graph, names)
     # An output, or a value an output may be a view of, is computed every call:
     # the caller gets a fresh array, never a view into a kept constant.

@@ -181,6 +181,21 @@ def test_freeze_splits_off_the_weight_side_work():
     assert "computed once" in str(result)
 
 
+@SETTINGS
+@given(kind=st.sampled_from(sorted(LINEAR)), bn=st.sampled_from(sorted(BATCH_NORM)), bias=st.booleans(),
+       c_in=st.integers(1, 5), c_out=st.integers(1, 5), size=st.integers(1, 4),
+       frozen_mask=st.lists(st.booleans(), min_size=6, max_size=6), seed=st.integers(0, 2**16))
+def test_frozen_model_equals_eager(kind, bn, bias, c_in, c_out, size, frozen_mask, seed):
+    # any subset of the weights frozen: what is folded must not change the answer
+    model = make_model(kind, bn, bias)
+    x, *params = make_arrays(np.random.default_rng(seed), kind, c_in, c_out, size, np.float64)
+    frozen(*[p for p, keep in zip(params, frozen_mask) if keep])
+    got = mc.compile(model, backend="eager", options={"freezing": True})(x, *params)
+    expected = model(x, *params)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(expected).max()))
+
+
 def test_writable_inputs_are_not_frozen():
     arrays = make_arrays(np.random.default_rng(4), "dense", 4, 3, 2, np.float32)
     assert not any(is_frozen(a) for a in arrays)
