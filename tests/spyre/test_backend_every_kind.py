@@ -400,3 +400,20 @@ def test_empty_arrays_compile_and_are_reported():
             np.testing.assert_array_equal(o, r)
         steps = compiled[-1].program.steps
         assert all("zero elements" in s.reason for s in steps if isinstance(s, HostStep))
+
+
+def test_a_card_too_small_for_any_tile_falls_back_and_says_so():
+    """Regression: a fused chain whose smallest tile overflows a tiny scratchpad failed
+    the compile; it runs on the host, with the reason in the report."""
+    from minicompile.spyre import SpyreConfig
+    compiled = []
+
+    def backend(graph, example_inputs):
+        compiled.append(compile_graph(graph, example_inputs,
+                                      config=SpyreConfig(cores=2, scratchpad_usable_bytes=2048)))
+        return compiled[-1]
+    x = uniform(50, 300)
+    fn = lambda x: (np.tanh(x * 0.7 + x ** 3) * np.exp(x)).sum(axis=1)  # noqa: E731
+    mc.reset()
+    np.testing.assert_allclose(mc.compile(fn, backend=backend)(x), fn(x), rtol=1e-5)
+    assert "does not fit the scratchpad" in str(compiled[-1].report)

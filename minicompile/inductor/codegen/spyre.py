@@ -61,6 +61,7 @@ from ... import ir, logs
 from ...ir import passes
 from ...spyre.checks import validate
 from ...spyre.device import DTYPES, SpyreConfig
+from ...spyre.errors import ScratchpadOverflowError
 from ...spyre.report import CoreCycles, Report
 from ...spyre.simulator import simulate
 from .. import decompositions, loop_ir as L, scheduler
@@ -135,7 +136,7 @@ def plan(schedule: Schedule, cfg: SpyreConfig, fuse: bool = True) -> list:
             try:
                 out.append(_checked(plan_matmul_step(ext, step, schedule, live[i], cfg)))
                 continue
-            except (Unmappable, KeyError) as why:
+            except (Unmappable, KeyError, ScratchpadOverflowError) as why:
                 logs.log("spyre", f"{ext.name}: epilogue {step.name} not fused: {why}")
                 out.append(_device_or_host(ext, schedule, {ext.name}, cfg))
         out.append(_device_or_host(step, schedule, live[i], cfg))
@@ -151,6 +152,8 @@ def _device_or_host(step, schedule: Schedule, live: set[str], cfg: SpyreConfig):
         reason = f"np.{step.op_name} has no Spyre mapping ({step.reason})"
     except Unmappable as why:
         reason = str(why)
+    except ScratchpadOverflowError as why:  # even the smallest tile does not fit this card
+        reason = f"its smallest tile does not fit the scratchpad ({why})"
     except KeyError as missing:
         # A value the kernel reads through a loop-IR form the tile planner does not
         # know (a masked window read of an inlined producer, a reshaped extern
