@@ -59,6 +59,14 @@ def strided(x):
     return np.exp(x.T) + x.T.sum(axis=1, keepdims=True)
 
 
+def transposed_sum(x, y):
+    return np.transpose(x, (0, 2, 1)) * 2.0 + y
+
+
+def scores(q, k):
+    return (q @ k) * 0.125
+
+
 RNG = np.random.default_rng(0)
 
 
@@ -79,6 +87,10 @@ CASES = [
     ("residual", residual, lambda: (_f32(128, 256), _f32(256, 64), _f32(128, 64)), 1e-4),
     ("ints", ints, lambda: (RNG.integers(-100, 100, (77, 33)).astype(np.int32),
                             RNG.integers(-100, 100, (77, 33)).astype(np.int32)), 0),
+    ("transposed_tiles", transposed_sum, lambda: (_f32(3, 300, 129), _f32(3, 129, 1)), 1e-6),
+    ("batched_f32", scores, lambda: (_f32(5, 100, 72), _f32(5, 72, 90)), 1e-4),
+    ("batched_f16_shared", scores, lambda: (_f32(6, 128, 64).astype(np.float16),
+                                           _f32(64, 96).astype(np.float16)), 2e-2),
 ]
 
 
