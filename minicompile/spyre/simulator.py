@@ -6,6 +6,12 @@ Out: ``(outputs, report)``: the program's output tensors read back from DRAM,
      With ``functional=False`` no arithmetic runs and outputs is empty: only
      the cycle model and the checks, which is how large programs are timed.
 
+The values. The vector unit computes in fp32 when any data operand is a float
+and in wide integers otherwise; storing into an integer buffer wraps as
+two's-complement hardware does (NumPy's rule), a comparison stores a 0/1
+mask, ``v.select`` picks by a mask. A gather reads any affine walk over a
+DRAM tensor's elements.
+
 The cycle model. Each core has a sequencer that issues its instructions in
 order, one per ``issue_cycles``, to four units that run in parallel: a DMA
 engine, a ring port, the matrix unit and the vector unit. An instruction
