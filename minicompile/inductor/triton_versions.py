@@ -31,9 +31,10 @@ the same in 3.6 and 3.9; below it, 3.6's generated C launcher takes
 ``(grid, stream, function, cooperative, pdl, global_scratch, profile_scratch,
 packed_metadata, launch_metadata, enter_hook, exit_hook, *args)`` and later
 versions one generic launcher with the arguments as a tuple, so only 3.6 is
-called at that level.  Every version's C launcher takes a pointer argument as a
-plain ``int`` (it then skips the ``data_ptr()`` call and the driver's pointer
-check).  Triton specializes a pointer on 16-byte alignment and an integer on
+called at that level (3.9's path is read from its source, not yet run on a
+GPU here).  The C launchers of 3.6 and 3.9 both take a pointer argument as a
+plain ``int`` (they then skip the ``data_ptr()`` call and the driver's pointer
+check) and no launch hook as ``None``.  Triton specializes a pointer on 16-byte alignment and an integer on
 being 1 or a multiple of 16 (:func:`specialization_key`).
 
 Version-independent facts the code relies on: ``TRITON_INTERPRET=1`` is read
