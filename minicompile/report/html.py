@@ -161,6 +161,15 @@ class _Page:
         chosen = sorted(BACKEND_OF_CLASS.get(k, k) for k in kinds)
         return f"auto ({', '.join(chosen)})" if chosen else "auto"
 
+    def _break_line(self, reason: Any) -> int | None:
+        """The line of the reported file where a break happened: the outermost frame of
+        its user stack in that file (a break inside an inlined helper marks the call)."""
+        for frame in reason.user_stack:
+            m = re.match(r"(.*):(\d+) in .*$", frame)
+            if m and m.group(1) == self.g.filename:
+                return int(m.group(2))
+        return reason.lineno if reason.filename == self.g.filename else None
+
     def source(self) -> str:
         g = self.g
         if not g.source_lines:
@@ -170,8 +179,9 @@ class _Page:
         for f in g.frames:
             for e in f.entries:
                 r = e.capture.break_reason
-                if r is not None and r.filename == g.filename and r.lineno:
-                    breaks.setdefault(r.lineno, []).append(r.reason)
+                line = self._break_line(r) if r is not None else None
+                if line is not None:
+                    breaks.setdefault(line, []).append(r.reason)
                 if f.code.co_filename == g.filename:
                     for guard in e.capture.guards.guards:
                         if guard.lineno:

@@ -302,3 +302,23 @@ def test_cli_accepts_a_module_name(tmp_path):
     out = tmp_path / "gl.html"
     assert cli(["report", "minicompile.examples.gelu_layernorm:gelu_layernorm", "-o", str(out), "--repeat", "1"]) == 0
     assert "gelu_layernorm" in out.read_text()
+
+
+def noisy_helper(a):
+    print("inside a helper")
+    return a * 2
+
+
+def calls_noisy_helper(x):
+    y = np.exp(x)
+    z = noisy_helper(y)
+    return z.sum()
+
+
+def test_a_break_inside_an_inlined_helper_marks_the_call(tmp_path):
+    path = str(tmp_path / "r.html")
+    x = np.arange(3.0)
+    assert mc.report(calls_noisy_helper, path, backend="cpp")(x) == calls_noisy_helper(x)
+    page = open(path).read()
+    call = _line(calls_noisy_helper, "noisy_helper(y)")
+    assert re.search(rf'<tr id="src-{call}" class="break[^"]*"', page)
