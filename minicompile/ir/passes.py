@@ -289,6 +289,7 @@ def specialize(graph: Graph, bindings: dict[str, int]) -> Graph:
         elif node.kind == "call":
             args = symbolic.substitute(_map_args(node.args, env), bindings)
             env[node] = new.call(node.op.name, *args)
+            env[node].user_stack = node.user_stack
         else:
             new.output([env[n] for n in node.args])
     return new

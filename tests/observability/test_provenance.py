@@ -84,3 +84,23 @@ def test_compiled_kernels_know_the_nodes_they_compute():
     names = {n.name for n in compiled.graph.nodes}
     for origins in compiled.kernel_origins.values():
         assert origins and set(origins) <= names
+
+
+def test_a_dynamic_graph_specialized_to_one_shape_keeps_its_lines():
+    graphs = []
+
+    def keep(graph, example_inputs):
+        graphs.append(graph)
+        return graph
+
+    def f(x):
+        y = np.exp(x)
+        return y.sum(axis=0)
+
+    compiled = mc.compile(f, backend=keep, dynamic=True)
+    compiled(np.ones((3, 4)))
+    graph = graphs[-1]
+    assert graph.is_dynamic
+    concrete = passes.specialize(graph, graph.bind_symbols([np.ones((3, 4))]))
+    first = f.__code__.co_firstlineno
+    assert [n.user_stack[-1].lineno for n in concrete.calls] == [first + 1, first + 2]
