@@ -100,6 +100,7 @@ def _coverage_programs() -> dict:
         "batched matmul": (lambda a, b: a @ b, (rng.standard_normal((8, 64, 96)).astype(np.float32),
                                                rng.standard_normal((8, 96, 32)).astype(np.float32))),
         "int64 add (host)": (lambda a: a + 1, (i32.astype(np.int64),)),
+        "int16 // 3, % 3": (lambda a: (a.astype(np.int16) // 3, a.astype(np.int16) % 3), (i32,)),
         "int32 // 3 (host)": (lambda a: a // 3, (i32,)),
         "int32 sum (host)": (lambda a: a.sum(axis=1), (i32,)),
     }

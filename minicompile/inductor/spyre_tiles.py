@@ -87,6 +87,8 @@ def compute_format(dtype: np.dtype) -> str:
     return INTEGER_FORMATS[dtype]
 
 
+# Integers whose // and % by a constant are exact through fp32 (|a| < 2^24).
+EXACT_IN_FP32 = {np.dtype(t) for t in (np.int8, np.int16, np.uint8, np.uint16)}
 INT32_MAX = 2**31 - 1
 # |value| bounds of the integer formats NumPy widens to int64 (bool: 0 or 1).
 NARROW_BOUNDS = {np.dtype(bool): 1, np.dtype(np.int8): 2**7, np.dtype(np.int16): 2**15,
@@ -217,6 +219,9 @@ class TileEmitter:
                 return self._select(v, self.value(c), self.value(a), self.value(b))
             case L.Op(name="power", args=(base, L.Constant(value=k))):
                 return self._power(v, self.value(base), float(k))
+            case L.Op(name="floor_divide" | "remainder", args=(a, L.Constant(value=d))) \
+                    if np.dtype(v.dtype) in EXACT_IN_FP32 and int(d) != 0:
+                return self._divide(v, self.value(a), int(d))
             case L.Op(name=name, args=(a,)) if name in UNARY:
                 return self._unary(v, UNARY[name], self.value(a), v.dtype)
             case L.Op(name="logical_not", args=(a,)):  # not x is x == 0
@@ -286,6 +291,31 @@ class TileEmitter:
             raise Unmappable("both operands broadcast (a row against a column)")
         out = self.tile(key, shape, value_format(dtype))
         self.emit(VectorBinary(op, out, tile, b if is_scalar(b) else b[0]))
+        return out, shape
+
+    def _divide(self, key: L.Op, a, d: int):
+        """a // d or a % d by a constant, with no integer divider: in fp32, where
+        floor(a / d) is exact for |a| < 2^24 (the rounding of a / d stays closer than
+        1/d to it), then a % d = a - d * floor(a / d); NumPy's signs (floor, the
+        divisor's sign) come out of the formulas."""
+        if is_scalar(a):
+            fold = np.floor_divide if key.name == "floor_divide" else np.remainder
+            return _as_scalar(fold(np.int64(a), np.int64(d)), key.dtype)
+        tile, shape = a
+        real = self.tile(("real", key), shape)
+        quotient = self.tile(("quotient", key), shape)
+        self.emit(VectorUnary("cast", real, tile),
+                  VectorBinary("div", quotient, real, float(d)),
+                  VectorUnary("floor", quotient, quotient))
+        if key.name == "remainder":
+            self.emit(VectorBinary("mul", quotient, quotient, float(d)),
+                      VectorBinary("sub", quotient, real, quotient))
+        if d == -1 and key.name == "floor_divide":  # min // -1 overflows: wrap via int32
+            wide = self.tile(("wide", key), shape, "int32")
+            self.emit(VectorUnary("cast", wide, quotient))
+            quotient = wide
+        out = self.tile(key, shape, value_format(key.dtype))
+        self.emit(VectorUnary("cast", out, quotient))
         return out, shape
 
     def _select(self, key, c, a, b):

@@ -216,7 +216,7 @@ class Matmul:
 # Elementwise operations of the vector unit: name -> is it transcendental
 # (several passes through the function unit, costed transcendental_factor x).
 UNARY_OPS: dict[str, bool] = {
-    "copy": False, "cast": False, "neg": False, "abs": False, "relu": False,
+    "copy": False, "cast": False, "neg": False, "abs": False, "relu": False, "floor": False,
     "square": False, "reciprocal": True, "sqrt": True, "rsqrt": True,
     "exp": True, "log": True, "tanh": True, "sigmoid": True, "gelu": True,
 }

@@ -48,6 +48,7 @@ from .report import Event, build_report
 
 UNARY_NUMPY = {
     "copy": lambda x: x, "cast": lambda x: x, "neg": np.negative, "abs": np.abs,
+    "floor": np.floor,
     "relu": lambda x: np.maximum(x, 0), "square": np.square, "reciprocal": np.reciprocal,
     "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "exp": np.exp, "log": np.log,
     "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)),

@@ -417,3 +417,18 @@ def test_a_card_too_small_for_any_tile_falls_back_and_says_so():
     mc.reset()
     np.testing.assert_allclose(mc.compile(fn, backend=backend)(x), fn(x), rtol=1e-5)
     assert "does not fit the scratchpad" in str(compiled[-1].report)
+
+
+@settings(max_examples=20, deadline=None)
+@given(dtype=st.sampled_from([np.int8, np.int16, np.uint8, np.uint16]),
+       d=st.integers(-300, 300).filter(lambda d: d != 0))
+def test_floor_divide_and_remainder_by_a_constant(dtype, d):
+    """No integer divider: // and % by a constant go through fp32, exact for 8- and
+    16-bit data (min // -1 wraps as NumPy's does)."""
+    info = np.iinfo(dtype)
+    if not info.min <= d <= info.max:
+        return
+    a = RNG.integers(info.min, info.max, (23, 37), endpoint=True).astype(dtype)
+    a[0, :2] = info.min, info.max
+    with np.errstate(over="ignore"):
+        on_card(lambda a: (a // dtype(d), a % dtype(d)), a)

@@ -31,7 +31,8 @@ reductions over any axis, and rows longer than the scratchpad (walked in
 chunks, once per pass) run on the card.  int64 values that NumPy makes by
 widening masks and small integers (``m.sum()``, ``m.any()``) run exactly in
 int32 where every value they can take fits 32 bits, and the host widens the
-result.  A kernel with no mapping (int64 or unsigned data, integer division,
+result; // and % of 8- and 16-bit integers by a constant run exactly through
+fp32.  A kernel with no mapping (int64 or uint32 data, other integer division,
 sums that may not fit 32 bits, a float-to-int cast) runs on the host between
 device programs, and the compile log and the report say so; it never gives a
 wrong answer.
