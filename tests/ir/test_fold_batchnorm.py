@@ -303,3 +303,14 @@ def test_profiler_sees_the_kernels_of_a_frozen_function():
         compiled(x, *params)
     kernels = compiled.cache[0].compiled.compiled.kernels
     assert kernels and sum(r.count for r in prof.key_averages() if r.cat == "kernel") == len(kernels)
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_freezing_with_dynamic_shapes_equals_eager(backend):
+    model = make_model("dense", "bn_textbook", True)
+    _, *params = make_arrays(np.random.default_rng(10), "dense", 5, 4, 3, np.float32)
+    frozen(*params)
+    compiled = mc.compile(model, backend=backend, options={"freezing": True}, dynamic=True)
+    for rows in (2, 3, 7):
+        x = np.random.default_rng(rows).standard_normal((2, rows, 5)).astype(np.float32)
+        np.testing.assert_allclose(compiled(x, *params), model(x, *params), rtol=1e-5, atol=1e-5)
