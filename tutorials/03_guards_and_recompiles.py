@@ -45,7 +45,10 @@ def captured_log(artifacts: str, fn, *args):
 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((8, 16)).astype(np.float32)
-compiled = mc.compile(affine_tanh, backend="eager")
+# dynamic=False keeps every shape specialized, which is what this tutorial is
+# about; by default a size that changes becomes a symbol after one recompile
+# (tutorial 14, dynamic shapes).
+compiled = mc.compile(affine_tanh, backend="eager", dynamic=False)
 
 # %% [markdown]
 # ## The guard function of a cache entry
