@@ -11,6 +11,14 @@ the disk cache (a fresh compile whose library is already on disk), the peak
 bytes of intermediates, and for memory-bound workloads the bandwidth reached
 (bytes of inputs and outputs over time) as a fraction of a measured copy
 with as many threads as the kernels use.
+
+The copy that is the roof moves the workload's own bytes: it reads a buffer
+the size of the inputs and writes one the size of the outputs, again and
+again as the workload runs.  A working set that fits the last-level cache
+(a 16 MB softmax input in a 32 MB L3) is then partly served from it for the
+copy too, so the fraction stays an honest one (against a copy far larger
+than the caches, fused kernels showed more than 100%).  The copy is the
+faster of ``memcpy`` and a loop of streaming (non-temporal) stores.
 """
 from __future__ import annotations
 
@@ -32,35 +40,84 @@ from .workloads import WORKLOADS, torch_versions
 COPY_SOURCE = r"""
 #include <cstdint>
 #include <cstring>
-// The bandwidth roof: a parallel copy, each thread one contiguous chunk.
-extern "C" void bench_copy(const char* __restrict src, char* __restrict dst, int64_t n) {
+// The bandwidth roof: a parallel copy, each thread one contiguous chunk of
+// 64-byte lines; src is read cyclically when dst is the larger.
+static inline void mc_chunk(int64_t n, int64_t* lo, int64_t* hi) {
+    int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+    *lo = n * t / k / 64 * 64;
+    *hi = t + 1 == k ? n : n * (t + 1) / k / 64 * 64;
+}
+extern "C" void bench_copy(const char* __restrict src, int64_t n_src, char* __restrict dst, int64_t n) {
     #pragma omp parallel
     {
-        int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
-        int64_t lo = n * t / k, hi = n * (t + 1) / k;
-        std::memcpy(dst + lo, src + lo, hi - lo);
+        int64_t lo, hi;
+        mc_chunk(n, &lo, &hi);
+        for (int64_t at = lo; at < hi;) {
+            int64_t from = at % n_src, len = hi - at < n_src - from ? hi - at : n_src - from;
+            std::memcpy(dst + at, src + from, len);
+            at += len;
+        }
     }
+}
+// The same with streaming stores: the written lines bypass the caches and
+// need no read for ownership (x86 only; elsewhere this is the memcpy again).
+#if defined(__SSE2__)
+#include <immintrin.h>
+static inline void mc_stream(const char* src, char* dst, int64_t len) {
+    while (len > 0 && ((uintptr_t)dst & 15)) { *dst++ = *src++; --len; }
+    for (; len >= 16; len -= 16, src += 16, dst += 16)
+        _mm_stream_si128((__m128i*)dst, _mm_loadu_si128((const __m128i*)src));
+    std::memcpy(dst, src, len);
+}
+#else
+static inline void mc_stream(const char* src, char* dst, int64_t len) { std::memcpy(dst, src, len); }
+#endif
+extern "C" void bench_copy_streaming(const char* __restrict src, int64_t n_src, char* __restrict dst, int64_t n) {
+    #pragma omp parallel
+    {
+        int64_t lo, hi;
+        mc_chunk(n, &lo, &hi);
+        for (int64_t at = lo; at < hi;) {
+            int64_t from = at % n_src, len = hi - at < n_src - from ? hi - at : n_src - from;
+            mc_stream(src + from, dst + at, len);
+            at += len;
+        }
+    }
+    #if defined(__SSE2__)
+    _mm_sfence();
+    #endif
 }
 """
 
 
-def copy_bandwidth(nbytes: int = 1 << 28) -> tuple[float, str]:
-    """Bytes/s (read + write) of a parallel copy of a buffer far larger than the caches."""
+def copy_bandwidth(read_bytes: int = 1 << 28, write_bytes: int | None = None,
+                   budget_s: float = 1.0) -> tuple[float, str]:
+    """Bytes/s (read + write) of a parallel copy from a ``read_bytes`` buffer
+    into a ``write_bytes`` one (default: the same size), run repeatedly on the
+    same buffers: the faster of memcpy and streaming stores."""
     import ctypes
 
     from minicompile.inductor import codecache
 
-    src = np.ones(nbytes, np.uint8)
-    dst = np.zeros_like(src)
+    write_bytes = read_bytes if write_bytes is None else write_bytes
+    n_src, n_dst = max(read_bytes // 4, 16), max(write_bytes // 4, 16)
+    src = np.ones(n_src, np.float32)
+    dst = np.zeros(n_dst, np.float32)
+    moved = src.nbytes + dst.nbytes
     try:
         lib, _, _ = codecache.load("#include <omp.h>\n" + COPY_SOURCE)
-        fn = lib.bench_copy
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        run, how = (lambda: fn(src.ctypes.data, dst.ctypes.data, nbytes)), "OpenMP memcpy"
     except Exception:  # no compiler: NumPy's single-threaded copy
-        run, how = (lambda: np.copyto(dst, src)), "np.copyto"
-    t = median_seconds(run, budget_s=1.0)
-    return 2 * nbytes / t, how
+        copy = (lambda: np.copyto(dst, np.resize(src, n_dst))) if n_src != n_dst else (lambda: np.copyto(dst, src))
+        return moved / median_seconds(copy, budget_s=budget_s), "np.copyto"
+    best, how = 0.0, ""
+    for name, label in (("bench_copy", "OpenMP memcpy"), ("bench_copy_streaming", "OpenMP streaming stores")):
+        fn = getattr(lib, name)
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]
+        args = (src.ctypes.data, src.nbytes, dst.ctypes.data, dst.nbytes)
+        rate = moved / median_seconds(fn, *args, budget_s=budget_s / 2)
+        if rate > best:
+            best, how = rate, label
+    return best, how
 
 
 def compile_times(fn, inputs: tuple) -> tuple[float, float, Any]:
@@ -101,7 +158,8 @@ def _header(roof: float, how: str, torch_fns) -> str:
     blas = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_"))}
     if blas:
         lines.append("environment (may slow NumPy's BLAS): " + ", ".join(f"{k}={v}" for k, v in sorted(blas.items())))
-    lines.append(f"copy bandwidth ({how}, read+write): {roof / 1e9:.1f} GB/s")
+    lines.append(f"copy bandwidth ({how}, read+write, far above the caches): {roof / 1e9:.1f} GB/s; "
+                 "%copyBW is against a copy of each workload's own bytes")
     if torch_fns:
         import torch
 
@@ -165,14 +223,18 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
         cg = _compiled_graph(compiled)
         kernels = len(getattr(cg, "kernels", []))
         moved = w.bytes_moved(inputs, expected)
-        frac = moved / t_mc / roof if w.memory_bound else None
+        frac = workload_roof = None
+        if w.memory_bound:
+            read = sum(np.asarray(a).nbytes for a in inputs)
+            workload_roof, _ = copy_bandwidth(read, moved - read, budget_s=budget)
+            frac = moved / t_mc / workload_roof
         row: dict[str, Any] = dict(
             workload=w.name, numpy_s=t_np, minicompile_s=t_mc, ratio_vs_numpy=t_mc / t_np, kernels=kernels,
             numpy_best_s=best_np, minicompile_best_s=best_mc,
             kernel_goal=w.kernel_goal, kernel_names=list(getattr(cg, "kernels", [])),
             compile_cold_s=cold, compile_cached_s=warm, bytes_moved=moved,
             peak_intermediate_bytes=getattr(cg, "peak_intermediate_bytes", None),
-            fraction_of_copy_bandwidth=frac)
+            fraction_of_copy_bandwidth=frac, copy_roof_Bps=workload_roof)
         if torch_fns:
             row.update(_time_torch(w.name, torch_fns, inputs, budget))
             if "torch_compile_s" in row:
@@ -199,7 +261,7 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
     print("mc/np, mc/tc: ratios of median times (below 1: minicompile is faster); best mc/tc: of the fastest "
           "runs; kernels: generated/goal; "
           "cold/cached: first call with an empty / a warm disk cache; %copyBW: (inputs+outputs bytes)/time "
-          "over the copy bandwidth")
+          "over that of a copy reading as many bytes as the inputs and writing as many as the outputs")
     from .models import main as model_rows
     from .dynamic_shapes import main as dynamic_shape_rows
     from .spyre import main as spyre_rows

@@ -121,7 +121,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     plan = memory.plan(sched, kernel_args)
     wrapper_source = wrapper.generate(sched, kernel_args, plan)
     lib, flags = None, []
-    if sched.kernels:
+    if kernel_args:  # loop kernels, or matmuls generated as kernels
         try:
             lib, _, flags = codecache.load(source)
         except codecache.CompilerNotFound as why:
@@ -132,7 +132,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
             return _fallback(graph, _first_lines(str(why)), str(sched))
     logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
     call = wrapper.build(wrapper_source, sched, kernel_args, lib)
-    kernel_source = source if sched.kernels else ""
+    kernel_source = source if kernel_args else ""
     compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
                              str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)
     compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}

@@ -26,6 +26,7 @@ from ..ir.graph import format_value
 from ..ir.symbolic import input_symbols
 from . import loop_ir as L
 from . import memory
+from .codegen import cpp_matmul
 from .codegen.cpp import ARRAY_DATA_OFFSET
 from .scheduler import Kernel, Schedule
 
@@ -83,7 +84,7 @@ class _WrapperWriter:
         self.kernel_args = kernel_args
         self.lines: list[str] = []
         self.globals_used: dict[str, str] = {}  # global name -> what it is (for the namespace)
-        reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels}
+        reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels} | set(kernel_args)
         reserved |= {f"_op_{n.op.name}" for n in schedule.graph.calls}
         reserved |= {_dtype_global(b.dtype) for b in schedule.buffers.values()}
         # Size symbols (dynamic shapes): read off the inputs on entry, passed to every kernel.
@@ -169,6 +170,10 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
+        generated = cpp_matmul.kernel_name(ext)
+        if generated in self.kernel_args:
+            self._generated_extern(ext, generated)
+            return
         call = extern_call(ext, self.array)
         local = self.names.new(f"buf_{ext.name}")
         self.var[ext.name] = local
@@ -176,6 +181,24 @@ class _WrapperWriter:
             # Kernels read it with baked-in contiguous strides and its dtype.
             call = f'_np.asarray({call}, dtype={_dtype_global(ext.dtype)}, order="C")'
         self.emit(f"{local} = {call}  # {ext.reason}")
+
+
+    def _generated_extern(self, ext: L.Extern, kernel: str) -> None:
+        """An extern the C++ backend generated (a small matmul): its operands
+        as C-contiguous arrays (a no-op for the buffers the wrapper made), its
+        result allocated here."""
+        operands = []
+        for name in self.kernel_args[kernel][:-1]:
+            local = self.array(name)
+            buf = self.s.buffers.get(name)
+            if buf is None or buf.strides != L.contiguous_strides(buf.shape):
+                local = f"_np.ascontiguousarray({local})"
+            operands.append(local)
+        out = self.names.new(f"buf_{ext.name}")
+        self.var[ext.name] = out
+        self.emit(f"{out} = _empty({ext.shape!r}, {_dtype_global(ext.dtype)})")
+        suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
+        self.emit(f"{kernel}({', '.join(f'{a}{suffix}' for a in operands + [out])})  # generated, not BLAS")
 
 
 def generate(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory.MemoryPlan | None = None) -> str:
@@ -200,6 +223,13 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
             + [ctypes.c_int64] * len(symbols)
         fn.restype = None
         namespace[kernel.name] = fn
+    for ext in schedule.steps:
+        name = cpp_matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
+        if name in kernel_args:
+            fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
+            fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3
+            fn.restype = None
+            namespace[name] = fn
     exec(compile(source, "<minicompile wrapper>", "exec"), namespace)
     return namespace["call"]
 

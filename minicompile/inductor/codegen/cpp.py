@@ -40,8 +40,9 @@ import numpy as np
 from ... import config
 from .. import loop_ir as L
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
-from ..scheduler import Buffer, Kernel, Schedule
+from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
+from . import cpp_matmul
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
 
@@ -54,6 +55,9 @@ COLUMN_BLOCK = 256
 # (softmax's exp(x - max), read by the sum and by the division) in a per-thread
 # row of this many elements at most, instead of recomputing it per pass.
 ROW_SCRATCH_MAX = 1 << 14
+# Elements a float32 sum adds in float32 before adding the partial sum to its
+# float64 accumulator (see _KernelWriter._reduction_loops).
+SUM_CHUNK = 256
 EXPENSIVE_OPS = frozenset({"exp", "log", "tanh", "sqrt", "sin", "cos", "power", "floor_divide", "remainder"})
 
 CTYPES: dict[np.dtype, str] = {
@@ -362,8 +366,10 @@ class _KernelWriter(LineWriter):
         passes over the row compute: the first pass writes it, later passes read
         it (the row is at most ROW_SCRATCH_MAX elements: it stays in L1/L2).
         Called inside the output loop, so each thread has its own row."""
+        if not red_vars or any(is_symbolic(v.size) for v in red_vars):
+            return
         row = math.prod(v.size for v in red_vars)
-        if not red_vars or row > ROW_SCRATCH_MAX:
+        if row > ROW_SCRATCH_MAX:
             return
         red_names = {v.name for v in red_vars}
         passes = self._passes()
@@ -478,7 +484,7 @@ class _KernelWriter(LineWriter):
         for acc, store in accs:
             red = store.reduction
             init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
-            self.line(f"{ctype(red.acc_dtype)} {acc}[{block}];")
+            self.line(f"{self._acc_ctype(store)} {acc}[{block}];")
             self.line(f"for (int64_t i = 0; i < {block}; ++i) {acc}[i] = {init};")
             if self._tracks_nan(red):
                 self.line(f"int {acc}_nan[{block}] = {{0}};")
@@ -492,9 +498,10 @@ class _KernelWriter(LineWriter):
         for acc, store in accs:
             red = store.reduction
             step = self.tmp("v")
-            self.line(f"{ctype(red.acc_dtype)} {step} = ({ctype(red.acc_dtype)})({self.compute(store.body)});")
+            t = self._acc_ctype(store)
+            self.line(f"{t} {step} = ({t})({self.compute(store.body)});")
             combine = REDUCTION_COMBINE[red.reduction_type].format(acc=f"{acc}[i]", v=step)
-            self.line(f"{acc}[i] = ({ctype(red.acc_dtype)})({combine});")
+            self.line(f"{acc}[i] = ({t})({combine});")
             if self._tracks_nan(red):
                 self.line(f"{acc}_nan[i] |= ({step} != {step});")
         self.close_loops(1)
@@ -526,6 +533,20 @@ class _KernelWriter(LineWriter):
         )
 
     @staticmethod
+    def _sums_in_chunks(red: L.Reduction, body: L.Value) -> bool:
+        return red.reduction_type in ("sum", "mean") and red.acc_dtype == np.float64 and body.dtype in FLOAT32_KIND
+
+    def _acc_ctype(self, store: Store) -> str:
+        """A float32 sum of at most SUM_CHUNK elements (a convolution's window)
+        accumulates in float32 — exactly what its chunk would do in a longer
+        sum, and twice the vector width of float64."""
+        red = store.reduction
+        count = math.prod(red.reduction_ranges)
+        if self._sums_in_chunks(red, store.body) and not is_symbolic(count) and count <= SUM_CHUNK:
+            return "float"
+        return ctype(red.acc_dtype)
+
+    @staticmethod
     def _tracks_nan(red: L.Reduction) -> bool:
         return red.reduction_type in ("max", "min") and red.acc_dtype.kind == "f"
 
@@ -533,35 +554,75 @@ class _KernelWriter(LineWriter):
         for acc, store in accs:
             red = store.reduction
             init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
-            self.line(f"{ctype(red.acc_dtype)} {acc} = {init};")
+            self.line(f"{self._acc_ctype(store)} {acc} = {init};")
             if self._tracks_nan(red):
                 self.line(f"int {acc}_nan = 0;")
 
     def _reduction_loops(self, accs: list[tuple[str, object]], red_vars: list[L.Var], parallel: bool,
                          pass_index: int = 0) -> None:
-        clauses = ""
-        for acc, store in accs:
-            clauses += f" reduction({OMP_REDUCTION_OP[store.reduction.reduction_type]}:{acc})"
-            if self._tracks_nan(store.reduction):
-                clauses += f" reduction(|:{acc}_nan)"
+        # A float32 sum accumulates in float64 (NumPy's pairwise sum is about
+        # that exact), but a float64 vector add per element is the slowest part
+        # of a softmax pass: the innermost loop instead sums chunks of
+        # SUM_CHUNK elements in float32 vectors (a few dozen adds per lane) and
+        # adds each chunk's sum to the float64 accumulator.
+        inner = red_vars[-1] if red_vars else None
+        chunked = {acc for acc, store in accs if self._sums_in_chunks(store.reduction, store.body)}
+        if inner is None or is_symbolic(inner.size) or inner.size <= SUM_CHUNK:
+            chunked = set()
+
+        def clauses(names: dict[str, str]) -> str:
+            text = ""
+            for acc, store in accs:
+                text += f" reduction({OMP_REDUCTION_OP[store.reduction.reduction_type]}:{names.get(acc, acc)})"
+                if self._tracks_nan(store.reduction):
+                    text += f" reduction(|:{acc}_nan)"
+            return text
+
+        outer = clauses({})
         pragmas: dict[int, str] = {}
-        if red_vars:
-            pragmas[len(red_vars) - 1] = "#pragma omp simd" + clauses
+        if red_vars and not chunked:
+            pragmas[len(red_vars) - 1] = "#pragma omp simd" + outer
             if parallel:
-                pragmas[0] = self.parallel(clauses) if len(red_vars) > 1 else self.parallel(" simd" + clauses)
+                pragmas[0] = self.parallel(outer) if len(red_vars) > 1 else self.parallel(" simd" + outer)
+        elif parallel and len(red_vars) > 1:
+            pragmas[0] = self.parallel(outer)
         saved = dict(self.memo)
-        self.open_loops(red_vars, pragmas)
+        if chunked:
+            self.open_loops(red_vars[:-1], pragmas)
+            if parallel and len(red_vars) == 1:
+                self.line(self.parallel(outer))
+            r, n = inner.name, inner.size
+            self.line(f"for (int64_t {r}_c = 0; {r}_c < {n}; {r}_c += {SUM_CHUNK})")
+            self.line("{")
+            self.depth += 1
+            for acc in sorted(chunked):
+                self.line(f"float {acc}_c = 0;")
+            self.line("#pragma omp simd" + clauses({a: f"{a}_c" for a in chunked}))
+            self.line(f"for (int64_t {r} = {r}_c; {r} < ({r}_c + {SUM_CHUNK} < {n} ? {r}_c + {SUM_CHUNK} : {n}); ++{r})")
+            self.line("{")
+            self.depth += 1
+        else:
+            self.open_loops(red_vars, pragmas)
         self._enter_pass(pass_index)
         for acc, store in accs:
             red = store.reduction
-            v = f"({ctype(red.acc_dtype)})({self.compute(store.body)})"
+            t = "float" if acc in chunked else self._acc_ctype(store)
+            target = f"{acc}_c" if acc in chunked else acc
+            v = f"({t})({self.compute(store.body)})"
             step = self.tmp("v")
-            self.line(f"{ctype(red.acc_dtype)} {step} = {v};")
-            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=acc, v=step)
-            self.line(f"{acc} = ({ctype(red.acc_dtype)})({combine});")
+            self.line(f"{t} {step} = {v};")
+            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=target, v=step)
+            self.line(f"{target} = ({t})({combine});")
             if self._tracks_nan(red):
                 self.line(f"{acc}_nan |= ({step} != {step});")
-        self.close_loops(len(red_vars))
+        if chunked:
+            self.close_loops(1)
+            for acc in sorted(chunked):
+                self.line(f"{acc} += (double){acc}_c;")
+            self.close_loops(1)
+            self.close_loops(len(red_vars) - 1)
+        else:
+            self.close_loops(len(red_vars))
         # Values computed inside the reduction loop are out of scope after it.
         self.memo = saved
 
@@ -619,6 +680,14 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     args: dict[str, list[str]] = {}
     # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.
     symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
+    # Small float32 matmuls run as kernels in the OpenMP pool (cpp_matmul).
+    externs = [e for e in schedule.steps if isinstance(e, L.Extern)] if not symbols else []
+    matmuls = [(e, text) for e in externs if (text := cpp_matmul.generate(e, schedule)) is not None]
+    if matmuls:
+        parts.append(cpp_matmul.TILE_SOURCE.strip())
+    for ext, text in matmuls:
+        parts.append(text)
+        args[cpp_matmul.kernel_name(ext)] = [a.name for a in ext.args] + [ext.name]
     for kernel in schedule.kernels:
         internal = _internal_stores(schedule, kernel)
         writer = _KernelWriter(kernel, schedule.buffers, internal)
