@@ -240,7 +240,14 @@ def _matmul(E, g, out, a):  # d(AB) = dA B + A dB; 1-D operands act as a row / a
     batch = tuple(np.broadcast_shapes(tuple(A2.shape[:-2]), tuple(B2.shape[:-2])))
     g2 = E.call("reshape", g, batch + (A2.shape[-2], B2.shape[-1]))
     gA = E.sum_to(E.call("matmul", g2, _swap_last(E, B2)), tuple(A2.shape))
-    gB = E.sum_to(E.call("matmul", _swap_last(E, A2), g2), tuple(B2.shape))
+    if len(B2.shape) == 2 and len(A2.shape) > 2:
+        # A weight shared by a batch: the batch's products summed are one product over
+        # the batch's rows, (rows, K)^T @ (rows, N) — no batched matmul and no sum after it.
+        rows_a = E.call("reshape", A2, (-1, A2.shape[-1]))
+        rows_g = E.call("reshape", g2, (-1, B2.shape[-1]))
+        gB = E.call("matmul", _swap_last(E, rows_a), rows_g)
+    else:
+        gB = E.sum_to(E.call("matmul", _swap_last(E, A2), g2), tuple(B2.shape))
     return {"x1": E.call("reshape", gA, tuple(A.shape)), "x2": E.call("reshape", gB, tuple(B.shape))}
 
 

@@ -93,11 +93,34 @@ def test_reduction_rules(reduction, shape, data):
     directional_check(lambda a: project(getattr(a, reduction)(axis=axis, keepdims=keepdims)), [x])
 
 
-@given(a_shape=st.sampled_from([(3,), (2, 3), (4, 2, 3)]), b_shape=st.sampled_from([(3,), (3, 2), (4, 3, 2)]))
-@settings(max_examples=15, deadline=None)
+@given(a_shape=st.sampled_from([(3,), (2, 3), (4, 2, 3), (2, 4, 2, 3)]),
+       b_shape=st.sampled_from([(3,), (3, 2), (4, 3, 2)]))
+@settings(max_examples=20, deadline=None)
 def test_matmul_rule_with_vectors_and_batches(a_shape, b_shape):
     a, b = arrays(a_shape, seed=1), arrays(b_shape, seed=2)
     directional_check(lambda x, y: project(x @ y), [a, b])
+
+
+def test_shared_weight_gradient_is_one_matmul_over_the_batch_rows():
+    """x (batch, rows, K) @ w (K, N): dw is (batch*rows, K)^T @ (batch*rows, N), one 2-D
+    product, not a batched product summed over the batch."""
+    x, w = arrays((3, 4, 5), seed=1), arrays((5, 2), seed=2)
+    graphs = []
+
+    def keep(graph, example_inputs):
+        graphs.append(graph)
+        return graph
+
+    def f(x, w):
+        return (x @ w).sum()
+
+    tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+    mc.compile(f, backend=keep)(tx, tw).backward()
+    backward = graphs[-1]
+    assert [n.op.name for n in backward.nodes if n.kind == "call" and n.op.name == "sum"] == []
+    products = [n for n in backward.nodes if n.kind == "call" and n.op.name == "matmul"]
+    assert sorted(tuple(n.meta.shape) for n in products) == [(3, 4, 5), (5, 2)]
+    np.testing.assert_allclose(tw.grad, x.reshape(-1, 5).T @ np.ones((12, 2)), rtol=1e-12)
 
 
 def test_layout_and_where_rules():
