@@ -253,3 +253,29 @@ def test_where_with_an_out_of_range_python_int_wraps_like_numpy():
     for got, want in zip(mc.compile(f, backend="cpp")(a), f(a)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_long_float32_sums_stay_accurate():
+    # Chunks of 256 are summed in float32 vectors, chunk sums in float64: a
+    # million 0.1s sum to within a few float32 roundings of the exact value
+    # (one float32 accumulator per lane would be off by about 1e-3 relative).
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((2, 1 << 20), F32))
+    g.output([g.call("sum", x, axis=1), g.call("mean", x, axis=1)])
+    a = np.full((2, 1 << 20), 0.1, F32)
+    a[1] = rand(1 << 20)
+    compiled = check(g, [a])
+    total, mean = compiled(a)
+    exact = a.astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(total, exact, rtol=1e-6, atol=1e-3)
+    np.testing.assert_allclose(mean, exact / (1 << 20), rtol=1e-6, atol=1e-9)
+    assert "acc0_c" in compiled.kernel_source
+
+
+def test_short_float32_window_sums_accumulate_in_float32():
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((64, 9), F32))
+    g.output([g.call("sum", x, axis=1)])
+    compiled = check(g, [rand(64, 9)])
+    kernel = compiled.kernel_source.split('extern "C"', 1)[1]
+    assert "float acc0 = 0;" in kernel and "double acc" not in kernel
