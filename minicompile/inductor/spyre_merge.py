@@ -9,8 +9,9 @@ Run as separate programs, every step starts on an idle card: its first DMA
 loads wait the full DRAM latency while every compute unit sits still, and
 its results make a round trip through the host.  Merged:
 
-* a value one step stores and the next loads stays in DRAM (one tensor, in
-  the view both use; a run is cut where the views differ);
+* a value one step stores and the next loads stays in DRAM, one tensor; a
+  step that reads it in another 2-D view (a per-row result stored as one row,
+  read as a column) reads the same row-major elements by DMA gathers;
 * a ``barrier`` on every core between steps orders those stores before the
   loads (the simulator refuses a load that races a store);
 * each core's *prologue* of step k+1 (its leading DMA loads of graph inputs,
@@ -30,7 +31,7 @@ from .spyre_loops import DeviceStep
 
 
 def merge_steps(steps: list) -> list:
-    """Merge each run of consecutive device steps that can share DRAM views."""
+    """Merge each run of consecutive device steps (of one card configuration)."""
     out, run = [], []
     for step in steps:
         if isinstance(step, DeviceStep) and (not run or _joins(run, step)):
@@ -47,18 +48,8 @@ def _flush(run: list[DeviceStep]) -> list[DeviceStep]:
     return [merge(run)] if len(run) > 1 else run
 
 
-def _produced(run: list[DeviceStep]) -> dict[str, tuple[int, int]]:
-    """Graph buffer -> the DRAM view its producing step stores it in."""
-    return {buf: s.program.dram[name].shape for s in run for name, buf in s.outputs.items()}
-
-
 def _joins(run: list[DeviceStep], step: DeviceStep) -> bool:
-    """step can join the run: it reads every value the run produced in the stored view,
-    and runs on a card of the same configuration."""
-    if step.program.config != run[0].program.config:
-        return False
-    produced = _produced(run)
-    return all(produced.get(buf, view) == view for buf, view in step.inputs.values())
+    return step.program.config == run[0].program.config
 
 
 def merge(run: list[DeviceStep]) -> DeviceStep:
@@ -72,8 +63,11 @@ def merge(run: list[DeviceStep]) -> DeviceStep:
     hoist_at = [0] * cfg.cores        # index after the previous step's last DMA load
     for k, step in enumerate(run):
         names = _dram_names(merged, step, produced)
+        # Loads of a produced value in a view other than the one it was stored in.
+        widths = {name: view[1] for name, (buf, view) in step.inputs.items()
+                  if buf in produced and merged.program.dram[names[name]].shape != view}
         for core in cores:
-            body = [_rename(ins, k, names) for ins in step.program.cores[core]]
+            body = [_rename(ins, k, names, widths) for ins in step.program.cores[core]]
             buffers = step.program.buffers[core]
             size = max((b.end for b in buffers.values()), default=0)
             above = -(-(base[core] + extent[core]) // ALIGN) * ALIGN
@@ -124,8 +118,12 @@ def _prologue(body: list, written: set[str]) -> tuple[list, list]:
     return early, rest
 
 
-def _rename(ins, k: int, names: dict):
-    """ins with its buffers and tags prefixed by step k, and DRAM names mapped."""
+def _rename(ins, k: int, names: dict, widths: dict[str, int]):
+    """ins with its buffers and tags prefixed by step k, and DRAM names mapped; a load
+    from a tensor now stored in another view becomes the gather of the same elements."""
+    if isinstance(ins, DmaLoad) and ins.src in widths:
+        width = widths[ins.src]
+        ins = DmaGather(ins.dst, ins.src, ins.row0 * width + ins.col0, width, 1, ins.tag)
     changes = {}
     for f in dataclasses.fields(ins):
         value = getattr(ins, f.name)

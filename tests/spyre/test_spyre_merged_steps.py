@@ -56,12 +56,23 @@ def test_every_core_meets_every_barrier():
     assert counts == {1}  # the 3x5 step runs on fewer cores; the others still arrive
 
 
-def test_a_value_read_in_another_view_cuts_the_run():
+def test_a_value_read_in_another_view_stays_in_dram():
+    """Stored as 40x30 and read by a flat gather; stored as one row per row, read as
+    a column: the consumer reads the same row-major elements by gathers."""
     def fn(x):
         y = np.exp(x)
         return y, y.T.sum(axis=1) + y.sum(axis=0)
-    c = compiled(fn, uniform(40, 30), scale=40)
-    assert len(c.program.device_steps) == 2  # stored as 40x30, read as a flat gather
+    apart = compiled(fn, uniform(40, 30), scale=40, merge=False)
+    merged = compiled(fn, uniform(40, 30), scale=40)
+    assert len(merged.program.device_steps) == 1
+    assert merged.report.dram_bytes == apart.report.dram_bytes
+
+    def layer_norm(x):
+        m = x.mean(axis=-1, keepdims=True)
+        return (x - m) / np.sqrt(((x - m) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    unfused = compiled(layer_norm, uniform(70, 50), scale=3, fuse=False)
+    assert len(unfused.program.device_steps) == 1
+    assert "dma.gather" in str(unfused.program)
 
 
 @settings(max_examples=10, deadline=None)
