@@ -184,6 +184,14 @@ def lower_reshape(node: ir.Node) -> L.Pointwise:
     return L.Pointwise(node.name, node.shape, L.Load(a.name, src, a.dtype), is_view=True)
 
 
+def lower_broadcast_to(node: ir.Node) -> L.Pointwise:
+    """``np.broadcast_to`` reads element 0 along every size-1 (stride-0) axis."""
+    a = node.arg("array")
+    index = L.loop_index("x", node.shape)
+    return L.Pointwise(node.name, node.shape, L.Load(a.name, broadcast_index(a.shape, node.shape, index), a.dtype),
+                       is_view=True)
+
+
 # ---------------------------------------------------------------------------
 # Externs
 # ---------------------------------------------------------------------------
@@ -208,6 +216,7 @@ LOWERINGS: dict[str, Callable[[ir.Node], L.Node]] = {
     **{name: lower_reduction for name in L.REDUCTION_TYPES},
     "transpose": lower_transpose,
     "reshape": lower_reshape,
+    "broadcast_to": lower_broadcast_to,
     "matmul": lambda node: lower_extern(node, "BLAS through NumPy"),
 }
 

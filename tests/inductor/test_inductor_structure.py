@@ -95,6 +95,17 @@ def test_views_are_index_arithmetic():
     assert "memcpy" not in compiled.kernel_source.split('extern "C"', 1)[1]
 
 
+def test_broadcast_to_is_a_stride_zero_read_not_a_copy():
+    g, (x, y) = graph_with((3, 1), (4, 3, 5))
+    b = g.call("broadcast_to", x, (4, 3, 5))
+    g.output([g.call("add", g.call("multiply", b, y), 1.0), b])
+    arr = rand(3, 1)
+    compiled = check(g, [arr, rand(4, 3, 5)])
+    assert len(compiled.kernels) == 1 and "broadcast_to" in compiled.kernels[0]
+    _, view = compiled(arr, rand(4, 3, 5))
+    assert np.shares_memory(view, arr) and not view.flags.writeable  # as np.broadcast_to
+
+
 def test_view_outputs_are_numpy_views_and_inputs_are_returned_as_is():
     g, (x,) = graph_with((3, 4))
     e = g.call("exp", x)
