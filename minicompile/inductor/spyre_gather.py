@@ -25,8 +25,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import loop_ir as L
+from . import loop_ir as L, lowering
 from .spyre_tiles import Unmappable
+
+def view_of(schedule, name: str):
+    """(base buffer, the view's shape, flat offset into the base over the view's loop
+    variables ``x0, x1, ...``) for an Extern input that is a view (through any chain
+    of views: ``x[0].T``, a reshape of a transpose) of a scheduled buffer."""
+    nodes = {n.name: n for n in schedule.graph.nodes} if schedule.graph is not None else {}
+    if name not in nodes:
+        raise Unmappable(f"{name} is neither a buffer nor a view")
+    shape = tuple(nodes[name].shape)
+    load = L.Load(name, L.loop_index("x", shape), nodes[name].dtype)
+    while load.buffer not in schedule.buffers:
+        node = nodes.get(load.buffer)
+        low = lowering.lower(node) if node is not None else None
+        if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
+            raise Unmappable(f"reads {load.buffer}, a view that is no plain index map")
+        load = L.substitute(low.body, {v: i for v, i in zip(low.vars, load.index) if v.size != 1})
+    base = schedule.buffers[load.buffer]
+    return base, shape, L.linearize(load.index, L.contiguous_strides(base.shape))
+
 
 # More descriptors than this for one tile: the walk is too irregular to be worth a DMA plan.
 MAX_DESCRIPTORS = 256

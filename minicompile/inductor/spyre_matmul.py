@@ -25,9 +25,9 @@ from ..spyre.device import SpyreConfig
 from ..spyre.isa import (Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul, Program,
                          Retile, Tile, VectorUnary)
 from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
-from . import loop_ir as L, lowering
+from . import loop_ir as L
 from .scheduler import Buffer, Kernel, Schedule
-from .spyre_gather import Walk
+from .spyre_gather import Walk, view_of
 from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
 from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
@@ -105,20 +105,7 @@ def matrix_operand(schedule: Schedule, name: str) -> MatrixOperand:
     if name in schedule.buffers:
         buf = schedule.buffers[name]
         return MatrixOperand(name, tuple(buf.shape), buf.dtype)
-    nodes = {n.name: n for n in schedule.graph.nodes} if schedule.graph is not None else {}
-    if name not in nodes:
-        raise Unmappable(f"matmul input {name} is neither a buffer nor a view")
-    shape = tuple(nodes[name].shape)
-    index = L.loop_index("x", shape)
-    load = L.Load(name, index, nodes[name].dtype)
-    while load.buffer not in schedule.buffers:
-        node = nodes.get(load.buffer)
-        low = lowering.lower(node) if node is not None else None
-        if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
-            raise Unmappable(f"matmul reads {load.buffer}, a view that is no plain index map")
-        load = L.substitute(low.body, {v: i for v, i in zip(low.vars, load.index) if v.size != 1})
-    base = schedule.buffers[load.buffer]
-    offset = L.linearize(load.index, L.contiguous_strides(base.shape))
+    base, shape, offset = view_of(schedule, name)
     operand = MatrixOperand(base.name, shape, base.dtype, offset, L.loop_vars("x", shape))
     operand.walk(0)  # refuses an index that mixes rows and cols (raises Unmappable)
     return operand

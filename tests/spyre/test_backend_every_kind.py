@@ -433,3 +433,29 @@ def test_floor_divide_and_remainder_by_a_constant(dtype, d):
     a[0, :2] = info.min, info.max
     with np.errstate(over="ignore"):
         on_card(lambda a: (a // dtype(d), a % dtype(d)), a)
+
+
+CONCATENATIONS = {
+    "rotate halves": lambda x: np.concatenate([-x[:, 15:], x[:, :15]], axis=-1) * 2,
+    "rows": lambda x: np.concatenate([x, x * 2, x[:3]], axis=0),
+    "middle axis": lambda x: np.concatenate([x.reshape(4, 10, 30),
+                                             np.exp(x).reshape(4, 10, 30)], axis=1),
+    "transposed pieces": lambda x: np.concatenate([x.T, x[:30].T], axis=1),
+    "masks": lambda x: np.concatenate([x > 0, x < 1], axis=1),
+}
+
+
+@pytest.mark.parametrize("name", CONCATENATIONS)
+def test_concatenate_moves_through_the_scratchpad(name):
+    compiled = on_card(CONCATENATIONS[name], exact(40, 30), scale=3)
+    assert "concatenate" in " ".join(s.plan for s in compiled.program.device_steps)
+
+
+@settings(max_examples=10, deadline=None)
+@given(rows=st.integers(1, 40), a=st.integers(1, 70), b=st.integers(1, 70),
+       axis=st.sampled_from([0, 1, -1]))
+def test_concatenate_of_any_shapes(rows, a, b, axis):
+    x, y = uniform(rows, a), uniform(rows, b)
+    if axis == 0:
+        y = uniform(b, a)
+    on_card(lambda x, y: np.concatenate([x, np.tanh(y)], axis=axis), x, y)

@@ -22,6 +22,7 @@ matmul Extern (2-D or       tiled matrix unit, K split over the ring, plus
  or views such as ``W.T``,   output tiles dealt over the cores together;
  + the pointwise kernel      a viewed operand read by strided DMA
  reading it)                 (:mod:`..spyre_matmul`)
+concatenate Extern          DMA through the scratchpad (:mod:`..spyre_copy`)
 anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
@@ -67,6 +68,7 @@ from ...spyre.report import CoreCycles, Report
 from ...spyre.simulator import simulate
 from .. import decompositions, loop_ir as L, scheduler
 from ..scheduler import Kernel, Schedule
+from ..spyre_copy import plan_concatenate
 from ..spyre_loops import DeviceStep, plan_loops
 from ..spyre_matmul import epilogue_of, plan_matmul_step
 from ..spyre_merge import merge_steps
@@ -150,6 +152,8 @@ def _device_or_host(step, schedule: Schedule, live: set[str], cfg: SpyreConfig):
             return _checked(plan_loops(step, schedule, live, cfg))
         if _is_matmul(step):
             return _checked(plan_matmul_step(step, None, schedule, live | {step.name}, cfg))
+        if step.op_name == "concatenate":
+            return _checked(plan_concatenate(step, schedule, cfg))
         reason = f"np.{step.op_name} has no Spyre mapping ({step.reason})"
     except Unmappable as why:
         reason = str(why)
