@@ -97,10 +97,12 @@ def _coverage_programs() -> dict:
         "sum over axis 0": (lambda x: x.sum(axis=0), (x,)),
         "softmax over axis 0": (lambda x: softmax(x.T).T, (x,)),
         "row of 300k": (softmax, (rng.standard_normal((2, 300_000)).astype(np.float32),)),
+        "concatenate (rotary)": (lambda x: np.concatenate([-x[:, 40:], x[:, :40]], axis=-1), (x,)),
+        "x @ W.T": (lambda x: x @ x[:64].T, (x,)),
         "batched matmul": (lambda a, b: a @ b, (rng.standard_normal((8, 64, 96)).astype(np.float32),
                                                rng.standard_normal((8, 96, 32)).astype(np.float32))),
-        "int64 add (host)": (lambda a: a + 1, (i32.astype(np.int64),)),
         "int16 // 3, % 3": (lambda a: (a.astype(np.int16) // 3, a.astype(np.int16) % 3), (i32,)),
+        "int64 add (host)": (lambda a: a + 1, (i32.astype(np.int64),)),
         "int32 // 3 (host)": (lambda a: a // 3, (i32,)),
         "int32 sum (host)": (lambda a: a.sum(axis=1), (i32,)),
     }
