@@ -34,6 +34,9 @@ class CompiledGraph:
     fused groups, ``peak_intermediate_bytes`` the most memory held at once by
     buffers that are neither inputs nor outputs.  ``fallback_reason`` is set when the graph runs through NumPy.
     ``kernel_origins`` maps each kernel's name to the graph nodes it computes (for pictures and provenance).
+    ``extern_kernels`` names the Externs generated as C++ instead of called
+    through NumPy (small float32 matmuls, :mod:`.codegen.cpp_matmul`): the
+    wrapper calls them by these names, like ``kernels``.
     """
 
     def __init__(
@@ -58,6 +61,7 @@ class CompiledGraph:
         self.fallback_reason = fallback_reason
         self.peak_intermediate_bytes = peak_intermediate_bytes
         self.kernel_origins: dict[str, list[str]] = {}
+        self.extern_kernels: list[str] = []
 
     def __call__(self, *inputs: Any) -> tuple:
         return self._call(*inputs)
@@ -136,4 +140,5 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
                              str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)
     compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}
+    compiled.extern_kernels = [name for name in kernel_args if name not in compiled.kernel_origins]
     return compiled

@@ -34,6 +34,7 @@ def test_small_float32_matmul_is_a_generated_kernel():
     assert 'void mm_matmul(' in compiled.kernel_source
     assert "mm_matmul(a, b, buf_matmul)  # generated, not BLAS" in compiled.wrapper_source
     assert "_op_matmul" not in compiled.wrapper_source
+    assert compiled.extern_kernels == ["mm_matmul"] and compiled.kernels == ["kernel_0_maximum"]
 
 
 def test_matmul_reading_views_and_kernel_outputs():
