@@ -41,9 +41,12 @@ from .variables import (
 # a NumPy scalar always return scalars for 0-d results (see call_function).
 SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze"})
 
-# Ops whose arguments may hold symbolic sizes (their rules handle them); every
-# other op gets plain ints, each a guard ``s0 == <its value>``.
-SIZE_ARGUMENTS = frozenset({"reshape", "getitem", "setitem", "transpose"})
+# The arguments that may hold symbolic sizes (their rules handle them), by op;
+# every other argument gets plain ints, each a guard ``s0 == <its value>``.
+SIZE_ARGUMENTS: dict[str, frozenset[str]] = {
+    "reshape": frozenset({"shape"}), "getitem": frozenset({"key"}), "setitem": frozenset({"key"}),
+    **{op: frozenset({"shape"}) for op in ("zeros", "ones", "empty", "full")},
+}
 
 
 def specialize_sizes(value: Any) -> Any:
@@ -258,9 +261,10 @@ class OutputGraph:
     def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks."""
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
-        if self.symbols is not None and op not in SIZE_ARGUMENTS:
+        if self.symbols is not None:
             # A size used as a value (x * n, np.full(..., n)): specialized.
-            graph_args = {k: specialize_sizes(v) for k, v in graph_args.items()}
+            sizes = SIZE_ARGUMENTS.get(op, frozenset())
+            graph_args = {k: v if k in sizes else specialize_sizes(v) for k, v in graph_args.items()}
         try:
             node = self.graph.call(op, **graph_args)
         except Unsupported:

@@ -334,3 +334,29 @@ def test_python_uses_of_a_size_equal_eager(use, dynamic):
     for n in (8, 10, 12, 8, 10):
         x = rand(n)
         assert_same(compiled(x), fn(x), f"{use} at size {n}")
+
+
+def test_creation_shapes_from_sizes_stay_symbolic():
+    def f(x):
+        z = np.zeros((x.shape[0], 4)) + x[:, None]
+        return z, np.full((x.shape[0],), 2.0) * x, np.ones(x.shape[0] * 2).reshape(-1, 2) + 1
+
+    compiled = run_sizes_1d(f, [3, 5, 8, 13, 100])
+    assert len(compiled.cache) == 2
+    assert "np.zeros((s0, 4))" in str(compiled.cache[1].capture.graph)
+
+
+def test_fill_value_from_a_size_specializes():
+    def f(x):
+        return np.full(3, x.shape[0]) + x[:3]
+
+    compiled = run_sizes_1d(f, [4, 5, 6], dynamic=True)
+    assert len(compiled.cache) == 3  # the size is a value here: one entry per value
+
+
+def run_sizes_1d(fn, sizes, dynamic=None):
+    compiled = mc.compile(fn, backend="eager", dynamic=dynamic)
+    for n in sizes:
+        x = rand(n)
+        assert_same(compiled(x), fn(x), f"size {n}")
+    return compiled

@@ -213,3 +213,12 @@ def test_triton_and_spyre_specialize_per_shape(backend):
     entry = compiled.cache[1].compiled
     # These backends plan for concrete sizes: one compile per shape, inside one cache entry.
     assert isinstance(entry, PerShapeCompiled) and sorted(entry.compiled) == [(6,), (9,)]
+
+
+def test_creation_with_a_symbolic_shape():
+    def f(x, w):
+        return np.zeros((x.shape[0], 8)) + x * w, np.ones(x.shape[0] * 2).reshape(-1, 2) * 3
+
+    compiled = run_sizes(f, [3, 5, 9, 40])
+    assert len(compiled.cache) == 2 and isinstance(compiled.cache[1].compiled, CompiledGraph)
+    assert "(s0, 8)" in compiled.cache[1].compiled.wrapper_source

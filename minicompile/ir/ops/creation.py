@@ -22,12 +22,18 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as dt
+from ..symbolic import Sym
 from .registry import TensorMeta, dtype_arg, node_free, simple_op
+
+
+def _size(n: Any) -> Any:
+    """One size of a shape argument: an int, or a symbolic size (dynamic shapes) as it is."""
+    return n if isinstance(n, Sym) else int(n)
 
 
 def _shape_canon(args: dict[str, Any]) -> dict[str, Any]:
     shape = node_free(args["shape"], "the shape")
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    shape = (_size(shape),) if isinstance(shape, (int, np.integer, Sym)) else tuple(_size(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError("negative dimensions are not allowed")
     return {**args, "shape": shape, "dtype": dtype_arg(args["dtype"])}
