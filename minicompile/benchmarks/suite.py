@@ -266,6 +266,7 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
           "runs; kernels: generated/goal; "
           "cold/cached: first call with an empty / a warm disk cache; %copyBW: (inputs+outputs bytes)/time "
           "over that of a copy reading as many bytes as the inputs and writing as many as the outputs")
+    from ..profiler.overhead import main as profiler_overhead
     from .models import main as model_rows
     from .dynamic_shapes import main as dynamic_shape_rows
     from .spyre import main as spyre_rows
@@ -277,6 +278,8 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
     print()
     spyre = spyre_rows()
     dynamic_shape_rows(quick)
+    print()
+    profiler_overhead()
     with open(json_path, "w") as f:
         json.dump({"copy_bandwidth_Bps": roof, "copy_method": how, "quick": quick, "results": rows,
                    "training": training, "models": models, "spyre": spyre}, f, indent=2, default=str)
