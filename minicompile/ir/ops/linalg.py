@@ -160,22 +160,22 @@ def _einsum_shape(subscripts: str, operands: tuple, optimize: Any = False) -> tu
     if "..." in subscripts:
         raise NotImplementedError("einsum with '...' over symbolic sizes")
     spec = subscripts.replace(" ", "")
-    inputs, _, output = spec.partition("->")
+    inputs, arrow, output = spec.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(operands):
         raise ValueError("more operands provided to einstein sum function than specified in the subscripts string")
     sizes: dict[str, Any] = {}
     for term, op in zip(terms, operands):
         if len(term) != op.ndim:
-            raise ValueError(f"operand has more dimensions than subscripts given in einstein sum, "
-                             f"but no '...' ellipsis provided to broadcast the extra dimensions.")
+            raise ValueError("operand has more dimensions than subscripts given in einstein sum, "
+                             "but no '...' ellipsis provided to broadcast the extra dimensions.")
         for label, n in zip(term, op.shape):
             have = sizes.get(label)
             if have is None or have == 1:
                 sizes[label] = n
             elif n != 1 and have != n:
-                raise ValueError(f"operands could not be broadcast together with remapped shapes")
-    if not _:
+                raise ValueError("operands could not be broadcast together with remapped shapes")
+    if not arrow:  # implicit output: the labels used once, sorted
         output = "".join(sorted(c for c in sizes if inputs.count(c) == 1))
     return tuple(sizes[c] for c in output)
 

@@ -232,7 +232,7 @@ def _joined(arrays: Any) -> list[TensorMeta]:
 def _same_dims(shapes: list[tuple], skip: int | None, what: str) -> None:
     for shape in shapes[1:]:
         if len(shape) != len(shapes[0]):
-            raise ValueError(f"all the input array dimensions except for the concatenation axis must match exactly")
+            raise ValueError("all the input array dimensions except for the concatenation axis must match exactly")
         for i, (a, b) in enumerate(zip(shapes[0], shape)):
             if i != skip and a != b:
                 raise ValueError(f"all the input array dimensions except for the concatenation axis "
