@@ -7,7 +7,8 @@ Out: :func:`compile_dynamic` — the backend's callable compiled once with the
      ``int64_t s0``, the wrapper reads ``s0`` off the input shapes), otherwise a
      :class:`PerShapeCompiled` that specializes the graph to each new set of
      sizes it is called with and compiles that (stated in the log), so a
-     size the generated code cannot express symbolically is still right.
+     size the generated code cannot express symbolically is still right;
+     past ``config.recompile_limit`` shapes, new ones run through NumPy.
 
 A symbolic compile gives up with :class:`~minicompile.ir.symbolic.SymbolicUnsupported`
 when it meets a question about sizes it cannot answer for every size the
@@ -16,9 +17,10 @@ other sizes, so the graph is specialized instead.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
-from .. import ir, logs
+from .. import config, ir, logs
 from ..ir import passes, symbolic
 
 Compile = Callable[[ir.Graph, list], Callable[..., tuple]]
@@ -33,6 +35,7 @@ class PerShapeCompiled:
         self.backend = backend
         self.reason = reason
         self.compiled: dict[tuple, Callable[..., tuple]] = {}
+        self._warned = False
         self._shapes = [p.meta.shape for p in graph.placeholders]
         self.symbols = symbolic.input_symbols(self._shapes)
 
@@ -40,6 +43,13 @@ class PerShapeCompiled:
         bindings = symbolic.symbol_bindings(self._shapes, [getattr(x, "shape", ()) for x in inputs])
         key = tuple(bindings[s] for s in self.symbols)
         fn = self.compiled.get(key)
+        if fn is None and len(self.compiled) >= config.recompile_limit:
+            # Like the recompile limit of a function: new shapes run the graph through NumPy.
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"minicompile: {self.backend} compiled {len(self.compiled)} shapes of one "
+                              f"graph (config.recompile_limit); running new shapes through NumPy", stacklevel=2)
+            return self.graph(*inputs)
         if fn is None:
             logs.log("recompiles", lambda: f"{self.backend}: compiling a specialization for "
                      + ", ".join(f"{s}={v}" for s, v in zip(self.symbols, key)) + f" ({self.reason})")

@@ -222,3 +222,20 @@ def test_creation_with_a_symbolic_shape():
     compiled = run_sizes(f, [3, 5, 9, 40])
     assert len(compiled.cache) == 2 and isinstance(compiled.cache[1].compiled, CompiledGraph)
     assert "(s0, 8)" in compiled.cache[1].compiled.wrapper_source
+
+
+def test_per_shape_compiles_stop_at_the_recompile_limit(monkeypatch):
+    from minicompile import config
+
+    monkeypatch.setattr(config, "recompile_limit", 2)
+
+    def f(x):
+        return x[::2] * 2
+
+    compiled = mc.compile(f, backend="cpp", dynamic=True)
+    with pytest.warns(UserWarning, match="running new shapes through NumPy"):
+        for n in (4, 6, 8, 10, 12):
+            x = rand(n, 3)
+            assert_close(compiled(x), f(x))
+    entry = compiled.cache[0].compiled
+    assert isinstance(entry, PerShapeCompiled) and len(entry.compiled) == 2
