@@ -138,6 +138,7 @@ static inline double mc_exp_core(double x) {
 // subnormal result is rounded once.  Measured within 1 ulp of the correctly
 // rounded result over the test sweep (tests/inductor/test_fast_math.py).
 static inline float mc_bits_to_float(uint32_t b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
+static inline uint32_t mc_float_to_bits(float f) { uint32_t b; __builtin_memcpy(&b, &f, 4); return b; }
 static inline float mc_exp_f32(float x) {
     // e^x overflows float32 above 88.8 and underflows to 0 below -103.9.
     // Below that the lane computes e^0 and is zeroed at the end: computing a
@@ -145,7 +146,9 @@ static inline float mc_exp_f32(float x) {
     // causal mask takes exp(-inf) for half of its elements).
     const bool zero = x < -104.0f;
     const float xc = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
-    const float n = std::nearbyint(xc * 1.44269504088896341f);
+    // n = round(x / ln2) by the 1.5 * 2^23 shifter: its low bits are n.
+    const float shifted = MC_FMAF(xc, 1.44269504088896341f, 12582912.0f);
+    const float n = shifted - 12582912.0f;
     const float r = MC_FMAF(-n, 1.42860682030941723212e-6f, MC_FMAF(-n, 0.693145751953125f, xc));
     float p = 1.0f / 5040.0f;
     p = MC_FMAF(p, r, 1.0f / 720.0f);
@@ -155,7 +158,7 @@ static inline float mc_exp_f32(float x) {
     p = MC_FMAF(p, r, 0.5f);
     p = MC_FMAF(p, r, 1.0f);
     p = MC_FMAF(p, r, 1.0f);
-    const int32_t ni = (int32_t)n;
+    const int32_t ni = (int32_t)(mc_float_to_bits(shifted) - 0x4B400000u);
     const int32_t n1 = ni >> 1, n2 = ni - n1;
     const float y = (p * mc_bits_to_float((uint32_t)(n1 + 127) << 23)) * mc_bits_to_float((uint32_t)(n2 + 127) << 23);
     return x != x ? x : (zero ? 0.0f : y);
