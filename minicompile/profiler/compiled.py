@@ -72,7 +72,9 @@ class Instrumenter:
         if isinstance(call, types.FunctionType) and isinstance(getattr(compiled, "kernels", None), list):
             self._seen.add(id(compiled))
             self._swapped.append((compiled, call))
-            compiled._call = _instrumented_wrapper(call, compiled.kernels)
+            # Loop kernels and the matmuls generated as C++ (``extern_kernels``) alike.
+            kernels = compiled.kernels + list(getattr(compiled, "extern_kernels", ()))
+            compiled._call = _instrumented_wrapper(call, kernels)
 
     def restore(self) -> None:
         for compiled, call in reversed(self._swapped):

@@ -89,6 +89,17 @@ def test_compiled_call_has_guard_wrapper_kernel_and_extern_events():
         assert e.self_ns >= 0
 
 
+def test_matmuls_generated_as_cpp_are_kernel_events():
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5).astype(np.float32), np.random.rand(5, 3).astype(np.float32)
+    f(x, w)
+    compiled = f.cache[0].compiled
+    assert compiled.extern_kernels  # a small float32 product runs as a generated kernel
+    with mc.profile() as prof:
+        f(x, w)
+    assert sorted(_names(prof, "kernel")) == sorted(compiled.kernels + compiled.extern_kernels)
+
+
 def test_a_miss_inside_the_profile_compiles_against_the_real_numpy():
     f = mc.compile(mlp_row, backend="cpp")
     x, w = np.random.rand(4, 5), np.random.rand(5, 3)
