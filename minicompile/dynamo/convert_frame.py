@@ -32,7 +32,7 @@ from .exc import NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
-from .output_graph import OutputGraph, specialize_sizes
+from .output_graph import OutputGraph, size_input, specialize_sizes
 from .symbolic_convert import InstructionTranslator
 from .variables import (
     ArrayVariable,
@@ -115,6 +115,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
     try:
         result = tracer.run()
         output.guard_array_writes()
+        output.add_size_inputs()
         if output.side_effects:
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
@@ -206,7 +207,8 @@ def _extractor(exprs: list[str], builtins_dict: dict, closure: tuple | None) -> 
     """``extract(L, G) -> (L['x'], G['W'], ...)``: the graph inputs of this frame."""
     body = ", ".join(exprs)
     src = f"def extract(L, G):\n    return ({body}{',' if exprs else ''})"
-    namespace = {"B": builtins_dict, "CLOSURE": closure or (), "___asarray": np.asarray}
+    namespace = {"B": builtins_dict, "CLOSURE": closure or (), "___asarray": np.asarray,
+                 "___size_input": size_input}
     exec(compile(src, "<minicompile inputs>", "exec"), namespace)
     return namespace["extract"]
 
@@ -294,7 +296,7 @@ def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any
                           builtins_dict: dict) -> types.FunctionType:
     """Compile the break plan's source into the function that replaces the frame."""
     namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
-                 "___asarray": np.asarray, **plan.namespace}
+                 "___asarray": np.asarray, "___size_input": size_input, **plan.namespace}
     filename = f"<minicompile transformed {fn.__qualname__}>"
     exec(compile(plan.source, filename, "exec"), namespace)
     transformed = namespace["transformed"]

@@ -15,6 +15,16 @@ torch.compile's rule, kept here:
 * ``dynamic=True``: every axis of size >= 2 is symbolic from the start.
 * ``dynamic=False``: never; every size is specialized.
 
+Python int arguments follow the same rule (automatic mode only): an int
+(``L['n']``) is guarded by value first; when a miss is caused only by its
+value changing (and, maybe, array sizes), the next capture makes it a size
+symbol (axis ``None`` in :class:`DynamicPolicy`), guarded ``2 <= s1``.  It
+stays symbolic only through size arithmetic (``x[:n]``, ``reshape(-1, n)``,
+``np.zeros((n, 4))``); any other use (``range(n)``, ``x * n``, ``str(n)``)
+pins it to its value with a guard.  The graph receives a free int symbol as a
+*size input* (``OutputGraph.add_size_inputs``), so it is bound from an input
+shape like any array size.
+
 Sizes 0 and 1 always stay specialized (broadcasting and empty arrays behave
 differently there).  Axes of equal size in the example share one symbol
 ("duck sizing"), guarded equal; when a later call gives them different sizes
@@ -49,6 +59,12 @@ class DynamicPolicy:
         return [i for i, n in enumerate(value.shape)
                 if n >= 2 and (self.mode is True or (source, i) in self.dims)]
 
+    def symbolic_int(self, source: str, value: Any) -> bool:
+        """Whether the Python int at ``source`` is a size symbol in this capture
+        (automatic only: its value changed between calls, and it is >= 2)."""
+        return type(value) is int and value >= 2 and self.mode is not False \
+            and (source, None) in self.dims
+
     @property
     def any(self) -> bool:
         return self.mode is True or bool(self.dims)
@@ -63,9 +79,11 @@ class SymbolTable:
         self.by_hint: dict[int, tuple[symbolic.Sym, str]] = {}
         self.axes: dict[str, Axis] = {}  # symbol name -> the axis it was read from
 
-    def size(self, source: str, axis: int, hint: int, guards: GuardSet, src: Any,
+    def size(self, source: str, axis: int | None, hint: int, guards: GuardSet, src: Any,
              lineno: int | None) -> symbolic.Sym:
-        expr = f"{source}.shape[{axis}]"
+        """The symbol for axis ``axis`` of the array at ``source``, or (``axis``
+        None) for the Python int at ``source`` itself."""
+        expr = source if axis is None else f"{source}.shape[{axis}]"
         shared = self.by_hint.get(hint)
         if shared is not None and (source, axis) not in self.policy.distinct:
             sym, first = shared
@@ -79,6 +97,12 @@ class SymbolTable:
         self.by_hint.setdefault(hint, (sym, expr))
         return sym
 
+    def int_symbols(self) -> list[tuple[str, str, bool]]:
+        """``(symbol, source, pinned)`` for each symbol read from a Python int;
+        ``pinned``: some use fixed it to its example value (guarded)."""
+        return [(s, src, s in self.env.specialized) for s, (src, axis) in self.axes.items()
+                if axis is None]
+
     def add_relation_guards(self, guards: GuardSet) -> None:
         """The relations the trace relied on (``s0 == s1``, ``s0 % 2 == 0``), as guards."""
         for check, text, syms, line in self.env.relation_guards():
@@ -90,7 +114,8 @@ class SymbolTable:
 def changed_dims(guards: GuardSet, L: dict, G: dict, builtins: dict,
                  closure: tuple | None) -> tuple[set[Axis], set[Axis]] | None:
     """``(axes that changed, axes to give their own symbol)`` when every failing
-    guard is about array sizes (same rank), else None."""
+    guard is about array sizes (same rank) or the value of a Python int
+    argument (its axis is None), else None."""
     failing = guards.failing(L, G, builtins, closure)
     if not failing:
         return None
@@ -107,6 +132,8 @@ def changed_dims(guards: GuardSet, L: dict, G: dict, builtins: dict,
                 return None
             dims |= {(g.source.expr, i) for i, (a, b) in enumerate(zip(new, g.expected)) if a != b}
             resized.add(g.source.expr)
+        elif g.kind == "int":  # a Python int's value changed (its type guard says it is an int)
+            dims |= set(g.dims)
         elif g.kind in ("dim", "same_size"):
             dims |= set(g.dims)
             if g.kind == "same_size":

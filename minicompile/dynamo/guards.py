@@ -27,8 +27,9 @@ class Guard:
     subject: str        # the expression whose value the check looks at
     lineno: int | None  # user source line that made us rely on it
     # What a failure means to automatic dynamic shapes (see dynamic_shapes.py):
-    # "shape" (a whole static shape, ``expected`` holds it), "strides", or "dim"
-    # (sizes: ``dims`` lists the (array source, axis) pairs it relates); "" otherwise.
+    # "shape" (a whole static shape, ``expected`` holds it), "strides", "dim"
+    # (sizes: ``dims`` lists the (array source, axis) pairs it relates; axis None
+    # for a Python int used as a size), "int" (an int argument's value); "" otherwise.
     kind: str = ""
     dims: tuple = ()
     expected: Any = None
@@ -94,6 +95,12 @@ class GuardSet:
         self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
         self.add(source, f"{s}.flags.c_contiguous", f"{s}.flags.c_contiguous", lineno, kind="strides")
 
+    def size_int(self, source: Source, sym: Any, lineno: int | None) -> None:
+        """A Python int argument that is a size symbol: ``2 <= s`` (after its type)."""
+        s = source.expr
+        self.add(source, f"{s} >= 2", s, lineno, kind="dim", dims=((s, None),),
+                 text=f"2 <= {sym}  # {sym} = {s}")
+
     def value(self, source: Source, value: Any, lineno: int | None) -> None:
         """Type and value of a Python or NumPy scalar (or None, str, dtype)."""
         s = source.expr
@@ -104,6 +111,10 @@ class GuardSet:
             # 0.0 == -0.0, but x * 0.0 and x * -0.0 differ in the sign of zeros.
             check = f"{s} == 0 and ___copysign(1.0, {s}) == {float(np.copysign(1.0, value))!r}"
             self.add(source, check, s, lineno)
+        elif type(value) is int and s.startswith("L["):
+            # An int argument: when only its value changes, automatic dynamic
+            # shapes may make it a size symbol (dynamic_shapes.changed_dims).
+            self.add(source, f"{s} == {value!r}", s, lineno, kind="int", dims=((s, None),))
         elif type(value) in (int, bool, str) or (type(value) is float and math.isfinite(value)):
             self.add(source, f"{s} == {value!r}", s, lineno)  # readable: the literal itself
         elif value is None:

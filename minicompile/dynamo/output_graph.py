@@ -10,6 +10,7 @@ is unsupported, and the reason names the source.
 """
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 from .. import ir
 from ..aot.tensor import Tensor, grad_enabled
 from ..ir import dtypes
-from ..ir.symbolic import Sym
+from ..ir.symbolic import Sym, free_symbols
 from .dynamic_shapes import DynamicPolicy, SymbolTable
 from .exc import Unsupported
 from .guards import GuardSet
@@ -64,6 +65,16 @@ def specialize_sizes(value: Any) -> Any:
 CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
 
 
+_INT8_ZERO = np.zeros((), np.int8)
+
+
+@functools.lru_cache(maxsize=256)
+def size_input(n: int) -> np.ndarray:
+    """The graph input that carries the int ``n`` as its shape ``(n,)``: a
+    read-only zero-stride view of one byte (no memory of size ``n``)."""
+    return np.broadcast_to(_INT8_ZERO, (n,))
+
+
 def _is_cupy_array(value: Any) -> bool:
     """A CuPy (GPU) array: traced like an ndarray; cupy itself is never imported here."""
     return type(value).__module__.startswith("cupy") and type(value).__name__ == "ndarray"
@@ -98,6 +109,7 @@ class OutputGraph:
         # functions: a scalar the graph computed must not be guarded on its value).
         self.scalars_as_inputs = False
         self.scalar_inputs: set[str] = set()
+        self.size_inputs: set[str] = set()  # int arguments passed as size inputs (add_size_inputs)
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
@@ -169,6 +181,14 @@ class OutputGraph:
             self.input_sources.append(source)
             self.scalar_inputs.add(source.expr)
             return ArrayVariable(node, source, scalar=True)
+        if self.symbols is not None and self.symbols.policy.symbolic_int(source.expr, value):
+            # An int argument whose value changed between calls: a size symbol,
+            # kept symbolic through size arithmetic only (any other use pins it).
+            self.guards.type_of(source, value, lineno)
+            sym = self.symbols.size(source.expr, None, value, self.guards, source, lineno)
+            if self.symbols.env.sources[str(sym)] == source.expr:  # its own symbol, not an axis's
+                self.guards.size_int(source, sym, lineno)
+            return ConstantVariable(sym, source)
         if isinstance(value, CONSTANT_TYPES):
             self.guards.value(source, value, lineno)
             return ConstantVariable(value, source)
@@ -199,10 +219,34 @@ class OutputGraph:
         self.guards.type_of(source, value, lineno)
         return UserObjectVariable(value, source)
 
+    def add_size_inputs(self) -> None:
+        """One graph input per int argument that stayed a free size symbol (the
+        trace is over): a *size input*, a zero-stride ``int8`` array of shape
+        ``(n,)`` made from the int, whose data is never read.  The symbol is then
+        bound from an input's shape like every other size symbol, so each
+        backend (and ``Graph.__call__``) reads ``s1`` the way it reads ``s0``."""
+        if self.symbols is None:
+            return
+        used: set[str] = set()
+        for n in self.graph.nodes:
+            used |= free_symbols(n.meta) | free_symbols(n.args)
+        after = max((i for i, n in enumerate(self.graph.nodes) if n.kind == "placeholder"), default=-1)
+        for name, expr, pinned in self.symbols.int_symbols():
+            if pinned and name not in used:
+                continue  # fixed to its value and nowhere in the graph: no input needed
+            sym = Sym({(name,): 1}, self.symbols.env)
+            node = self.graph.placeholder(placeholder_name(Source(expr)), ir.TensorMeta((sym,), np.dtype(np.int8)))
+            self.graph.nodes.remove(node)
+            after += 1
+            self.graph.nodes.insert(after, node)
+            self.input_sources.append(Source(expr))
+            self.size_inputs.add(expr)
+
     def input_exprs(self) -> list[str]:
         """How the compiled code reads each graph input from the frame (NumPy scalar
-        inputs become 0-d arrays, which every backend takes)."""
-        return [f"___asarray({s.expr})" if s.expr in self.scalar_inputs else s.expr
+        inputs become 0-d arrays, which every backend takes; an int size, its size input)."""
+        return [f"___asarray({s.expr})" if s.expr in self.scalar_inputs
+                else f"___size_input({s.expr})" if s.expr in self.size_inputs else s.expr
                 for s in self.input_sources]
 
     def replace_everywhere(self, old: VariableTracker, new: VariableTracker) -> None:
