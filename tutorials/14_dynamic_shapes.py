@@ -105,6 +105,35 @@ assert "const int64_t s0" in kernels.kernel_source
 print("\n".join(line for line in kernels.kernel_source.splitlines() if "s0" in line)[:1500])
 
 # %% [markdown]
+# ## Int arguments that are sizes
+#
+# A Python int argument is guarded by value (`L['n'] == 3`).  As in
+# torch.compile, when a call misses only because that int changed, the next
+# capture makes it a size symbol too (`2 <= s0  # s0 = L['n']`).  The graph
+# gets it as a *size input* `n: i8[s0]` — a zero-stride array of shape `(n,)`
+# whose data is never read — so the wrapper binds `s0` from a shape, as for an
+# array.  A use other than size arithmetic (`range(n)`, `x * n`) pins it.
+
+# %%
+def first_rows(x, n):
+    return np.ones((n, 4), np.float32) * x + 1.0
+
+
+by_n = mc.compile(first_rows, backend="cpp")
+x4 = rng.standard_normal(4).astype(np.float32)
+for n in range(2, 12):
+    np.testing.assert_allclose(by_n(x4, n), first_rows(x4, n), rtol=1e-6)
+print(by_n.cache[1].capture.guards)
+assert len(by_n.cache) == 2           # 10 values of n, 2 compiles
+assert "2 <= s0  # s0 = L['n']" in str(by_n.cache[1].capture.guards)
+assert "s0 = n.shape[0]" in by_n.cache[1].compiled.wrapper_source
+
+scaled = mc.compile(lambda x, n: x * n, backend="eager")
+for n in (2, 3, 4):
+    scaled(x4, n)
+assert len(scaled.cache) == 3         # n is a value here: one entry per n
+
+# %% [markdown]
 # ## `dynamic=True`, `dynamic=False`, and what stays specialized
 #
 # `dynamic=True` makes every axis of size >= 2 symbolic from the first call;
