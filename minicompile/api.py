@@ -33,7 +33,14 @@ def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.triton_wrapper import compile_graph  # imported lazily: needs triton
 
-    return _per_shape(compile_graph, graph, example_inputs, "triton")
+    if not graph.is_dynamic:
+        return compile_graph(graph, example_inputs)
+    from .inductor.dynamic import compile_dynamic
+
+    def symbolic_sizes(g: ir.Graph, inputs: list) -> Callable[..., tuple]:
+        return compile_graph(g, inputs, sizes_as_args=True)  # kernels take the sizes as ints
+
+    return compile_dynamic(graph, example_inputs, symbolic_sizes, compile_graph, "triton")
 
 
 def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:

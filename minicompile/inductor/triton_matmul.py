@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
 from .codegen import triton as tg
 from .scheduler import Buffer, Kernel, Schedule
@@ -139,7 +140,8 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w = tg.ValueWriter(buffers, set(outs))
     a, b = buffers[t.a], buffers[t.b]
     w.pointer(t.a), w.pointer(t.b)
-    big = max(a.numel, b.numel, t.m * t.n * (t.batch or 1)) >= 2**31
+    sizes = [a.numel, b.numel, t.m * t.n * (t.batch or 1)]
+    big = is_symbolic(sizes) or max(sizes) >= 2**31  # symbolic: 64-bit, right for any size
     pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
     w.line(f"M, N, K = {t.m}, {t.n}, {t.k}")
     w.line(f"pid = {pid}")
@@ -162,9 +164,10 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
     w.line("for k in range(0, K, BLOCK_K):")
     w.depth += 1
-    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {a.strides[-2]} + (k + rk)[None, :] * {a.strides[-1]}"
-    b_ptr = f"in_{t.b} + {_batch_offset(b)}(k + rk)[:, None] * {b.strides[-2]} + rbn[None, :] * {b.strides[-1]}"
-    if t.k % 64 == 0:
+    st = tg.size_text
+    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {st(a.strides[-2])} + (k + rk)[None, :] * {st(a.strides[-1])}"
+    b_ptr = f"in_{t.b} + {_batch_offset(b)}(k + rk)[:, None] * {st(b.strides[-2])} + rbn[None, :] * {st(b.strides[-1])}"
+    if not is_symbolic(t.k) and t.k % 64 == 0:
         # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
         w.line(f"a = tl.load({a_ptr})")
         w.line(f"b = tl.load({b_ptr})")
@@ -202,7 +205,7 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
 def _batch_offset(operand: Buffer) -> str:
     """``batch * stride + `` for a 3-D operand; nothing for one broadcast over the batch."""
     if len(operand.shape) == 3 and operand.shape[0] != 1:
-        return f"batch * {operand.strides[0]} + "
+        return f"batch * {tg.size_text(operand.strides[0])} + "
     return ""
 
 
@@ -214,7 +217,7 @@ def _configs(t: MatmulTemplate) -> list[dict[str, int]]:
     default = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=4, num_stages=3)
     tilings = [(128, 128, 32, 4, 4), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
                (256, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 32, 4, 4)]
-    small = max(t.m, t.n) < 128
+    small = max(tg.size_hint(t.m), tg.size_hint(t.n)) < 128  # by the example's sizes
     extra = [] if small else [dict(BLOCK_M=m, BLOCK_N=n, BLOCK_K=k, GROUP_M=8, num_warps=w, num_stages=s)
                               for m, n, k, w, s in tilings]
     return [default] + extra

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 
+from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
 from .codegen import triton as tg
 from .scheduler import Buffer, Kernel, Schedule
@@ -118,6 +119,8 @@ def _grow(steps: list, start: int) -> list[Kernel]:
     if not isinstance(first, Kernel) or _shape(first) is None:
         return []
     rows, cols = _shape(first)
+    if is_symbolic(cols):
+        return []  # a row of symbolic length: its reductions take the looped form
     if cols < 2 or cols > tg.PERSISTENT_MAX or 0 in rows:
         return []
     group: list[Kernel] = []
@@ -137,7 +140,8 @@ def row_kernel(group: RowGroup, name: str, buffers: dict[str, Buffer]) -> tg.Tri
     """One persistent kernel: each group member in order on the ``[XBLOCK, RBLOCK]`` tile."""
     w = tg.ValueWriter(buffers, set(group.stores))
     xnumel = math.prod(group.rows)
-    big = max(b.numel for b in buffers.values()) >= 2**31
+    numels = [b.numel for b in buffers.values()]
+    big = is_symbolic(numels) or max(numels) >= 2**31
     w.line(f"xnumel = {xnumel}")
     w.line(f"rnumel = {group.cols}")
     w.line(f"xindex = {'tl.program_id(0).to(tl.int64)' if big else 'tl.program_id(0)'} * XBLOCK"

@@ -35,6 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import config
+from ..ir.symbolic import substitute
 from . import triton_versions
 from .codegen.triton import TritonKernel
 
@@ -142,19 +143,24 @@ def load(source: str, interpret: bool) -> ModuleType:
         return module
 
 
-def grid_size(kernel: TritonKernel, cfg: dict[str, int]) -> int:
-    if kernel.grid[0] == "flat":
-        _, numel, block = kernel.grid
+def grid_size(kernel: TritonKernel, cfg: dict[str, int], sizes: tuple[int, ...] = ()) -> int:
+    """Programs to launch; a symbolic grid is evaluated at ``sizes`` (``kernel.sizes`` order)."""
+    grid = kernel.grid
+    if kernel.sizes:
+        grid = substitute(grid, dict(zip(kernel.sizes, sizes)))
+    if grid[0] == "flat":
+        _, numel, block = grid
         return max(1, -(-numel // cfg[block]))
-    if kernel.grid[0] == "tiles":
-        _, outer, ny, nx = kernel.grid
+    if grid[0] == "tiles":
+        _, outer, ny, nx = grid
         return outer * -(-ny // cfg["YBLOCK"]) * -(-nx // cfg["XBLOCK"])
-    _, m, n, batch = kernel.grid
+    _, m, n, batch = grid
     return -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * batch
 
 
 class Launcher:
-    """Calls one kernel on arrays: ``launcher(*arrays)`` in ``kernel.params`` order.
+    """Calls one kernel on arrays: ``launcher(*arrays, *sizes)`` in ``kernel.params`` order,
+    then the ints of ``kernel.sizes`` (a dynamic-shape graph's sizes; the grid follows them).
 
     In the interpreter every call goes through ``JITFunction.__call__``.  On
     the GPU the first call times every candidate config (when there is more
@@ -165,7 +171,9 @@ class Launcher:
     low-level launcher (:func:`~.triton_versions.low_level_launch`) on CuPy's
     current stream, and after a first call on 16-byte aligned arrays
     :attr:`fast` is a generated function that does only what depends on the
-    arrays: read their addresses, check their alignment, launch.  Triton's
+    arguments: read the addresses, check their alignment and that each size
+    is in the class it was compiled for (1, a multiple of 16, neither: what
+    Triton specializes an int on), compute the grid from the sizes, launch.  Triton's
     launch hooks (a profiler such as proton) keep Triton's own path when they
     are registered before a kernel's first call; registered later, they do
     not see that kernel's launches.
@@ -180,64 +188,101 @@ class Launcher:
         self.compiled: dict[tuple, Callable[..., None]] = {}
         self.fast: Callable[..., None] | None = None
 
-    def __call__(self, *arrays: Any) -> None:
+    def __call__(self, *args: Any) -> None:
         fast = self.fast
         if fast is not None:
-            return fast(*arrays)
+            return fast(*args)
         if self.config is None:
-            self.config = autotune(self, arrays)
-        self.launch(self.config, arrays)
+            self.config = autotune(self, args)
+        self.launch(self.config, args)
         if self.on_gpu and not triton_versions.launch_hooks_active():
-            self.fast = self.fast_path(self.config, arrays)
+            self.fast = self.fast_path(self.config, args)
         return None
 
-    def constexprs(self, cfg: dict[str, int]) -> list[int]:
-        """The block sizes, which follow the buffers in every generated signature."""
-        return [cfg[name] for name in self.fn.arg_names[len(self.kernel.params):]]
+    def split(self, args: tuple) -> tuple[tuple, tuple[int, ...]]:
+        """(arrays, sizes) of a call's arguments."""
+        n = len(self.kernel.params)
+        return args[:n], tuple(int(v) for v in args[n:])
 
-    def launch(self, cfg: dict[str, int], arrays: tuple) -> None:
-        grid = grid_size(self.kernel, cfg)
+    def constexprs(self, cfg: dict[str, int]) -> list[int]:
+        """The block sizes, which follow the buffers and sizes in every generated signature."""
+        return [cfg[name] for name in self.fn.arg_names[len(self.kernel.params) + len(self.kernel.sizes):]]
+
+    def launch(self, cfg: dict[str, int], args: tuple) -> None:
+        arrays, sizes = self.split(args)
+        grid = grid_size(self.kernel, cfg, sizes)
         if not self.on_gpu:
             # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
             with np.errstate(all="ignore"):
-                self.fn[(grid,)](*[HostPointer(a) for a in arrays], **cfg)
+                self.fn[(grid,)](*[HostPointer(a) for a in arrays], *sizes, **cfg)
             return
         if triton_versions.launch_hooks_active():  # a profiler listens: Triton's own path
-            self.fn[(grid,)](*[DevicePointer(a) for a in arrays], **cfg)
+            self.fn[(grid,)](*[DevicePointer(a) for a in arrays], *sizes, **cfg)
             return
         pointers = [a.data.ptr for a in arrays]
-        run = self.compiled_launch(cfg, arrays, pointers)
-        run(grid, cupy_module().cuda.get_current_stream().ptr, *pointers, *self.constexprs(cfg))
+        run = self.compiled_launch(cfg, arrays, pointers, sizes)
+        run(grid, cupy_module().cuda.get_current_stream().ptr, *pointers, *sizes, *self.constexprs(cfg))
 
-    def compiled_launch(self, cfg: dict[str, int], arrays: tuple, pointers: list[int]) -> Callable[..., None]:
-        key = (tuple(cfg.items()), triton_versions.specialization_key(tuple(pointers)))
+    def compiled_launch(self, cfg: dict[str, int], arrays: tuple, pointers: list[int],
+                        sizes: tuple[int, ...] = ()) -> Callable[..., None]:
+        """The compiled kernel for this config and the specialization of these
+        pointers and sizes (a size of another class compiles another kernel)."""
+        key = (tuple(cfg.items()), triton_versions.specialization_key(tuple(pointers), sizes))
         run = self.compiled.get(key)
         if run is None:
-            grid = (grid_size(self.kernel, cfg),)
-            kernel = triton_versions.compile_only(self.fn, [DevicePointer(a) for a in arrays], grid, cfg)
+            grid = (grid_size(self.kernel, cfg, sizes),)
+            args = [DevicePointer(a) for a in arrays] + list(sizes)
+            kernel = triton_versions.compile_only(self.fn, args, grid, cfg)
             run = self.compiled[key] = triton_versions.low_level_launch(kernel)
         return run
 
-    def fast_path(self, cfg: dict[str, int], arrays: tuple) -> Callable[..., None] | None:
-        """``fast(*arrays)`` for arrays laid out like ``arrays`` (all 16-byte aligned), or None."""
+    def fast_path(self, cfg: dict[str, int], args: tuple) -> Callable[..., None] | None:
+        """``fast(*arrays, *sizes)`` for arrays laid out like these (all 16-byte
+        aligned) and sizes of the same specialization classes, or None."""
+        arrays, sizes = self.split(args)
         pointers = [a.data.ptr for a in arrays]
         if any(p % 16 for p in pointers):
             return None  # compiled for unaligned pointers: every call takes the general path
-        run = self.compiled_launch(cfg, arrays, pointers)
+        run = self.compiled_launch(cfg, arrays, pointers, sizes)
         names = [f"a{i}" for i in range(len(arrays))]
         addresses = [f"p{i}" for i in range(len(arrays))]
         consts = "".join(f", {c}" for c in self.constexprs(cfg))
-        lines = [f"def fast({', '.join(names)}):"]
+        size_names = list(self.kernel.sizes)
+        lines = [f"def fast({', '.join(names + size_names)}):"]
         lines += [f"    {p} = {a}.data.ptr" for a, p in zip(names, addresses)]
         lines += [f"    if ({' | '.join(addresses)}) & 15:  # compiled for 16-byte aligned pointers",
-                  f"        return slow(({', '.join(names)},))",
-                  f"    run({grid_size(self.kernel, cfg)}, current_stream().ptr, {', '.join(addresses)}{consts})"]
+                  f"        return slow(({', '.join(names + size_names)},))"]
+        if size_names:
+            # Triton compiled for each size's class: 1, a multiple of 16, or neither.
+            classes = [f"({s} == 1, {s} % 16 == 0)" for s in size_names]
+            compiled_for = tuple((v == 1, v % 16 == 0) for v in sizes)
+            lines += [f"    if ({', '.join(classes)},) != {compiled_for!r}:  # another specialization",
+                      f"        return slow(({', '.join(names + size_names)},))"]
+        lines += [f"    run({self.grid_source(cfg)}, current_stream().ptr, "
+                  f"{', '.join(addresses + size_names)}{consts})"]
         namespace = {"run": run, "current_stream": cupy_module().cuda.get_current_stream,
-                     "slow": lambda arrays: self.launch(cfg, arrays)}
+                     "slow": lambda args: self.launch(cfg, args)}
         exec(compile("\n".join(lines), f"<minicompile launch {self.kernel.name}>", "exec"), namespace)
         fast = namespace["fast"]
         fast.source = "\n".join(lines)
         return fast
+
+    def grid_source(self, cfg: dict[str, int]) -> str:
+        """The number of programs as Python: a constant, or an expression over the size names."""
+        if not self.kernel.sizes:
+            return str(grid_size(self.kernel, cfg))
+        grid = self.kernel.grid
+
+        def cdiv(n: Any, block: int) -> str:
+            return f"(-(-({n}) // {block}))"
+
+        if grid[0] == "flat":
+            return f"max(1, {cdiv(grid[1], cfg[grid[2]])})"
+        if grid[0] == "tiles":
+            _, outer, ny, nx = grid
+            return f"({outer}) * {cdiv(ny, cfg['YBLOCK'])} * {cdiv(nx, cfg['XBLOCK'])}"
+        _, m, n, batch = grid
+        return f"{cdiv(m, cfg['BLOCK_M'])} * {cdiv(n, cfg['BLOCK_N'])} * ({batch})"
 
 
 # ---------------------------------------------------------------------------

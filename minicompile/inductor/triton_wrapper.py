@@ -26,6 +26,7 @@ import numpy as np
 from .. import ir, logs
 from ..ir.dtypes import short_name
 from ..ir.graph import format_value
+from ..ir.symbolic import SymbolicUnsupported, has_division, input_symbols
 from . import loop_ir as L
 from . import scheduler, triton_runtime
 from .codegen import triton as tg
@@ -81,6 +82,9 @@ class _WrapperWriter:
         reserved = {"np", "nan", "inf", "_xp", "_empty"} | {k.name for k in module.kernels.values()}
         reserved |= {f"_op_{n.op.name}" for n in s.graph.calls}
         reserved |= {f"_{short_name(b.dtype)}" for b in s.buffers.values()}
+        # Size symbols (dynamic shapes): read off the inputs on entry, passed to every kernel.
+        self.symbols = input_symbols([p.meta.shape for p in s.graph.placeholders])
+        reserved |= set(self.symbols)
         self.names = Names(reserved)
         self.var: dict[str, str] = {}
         self.kernel_read = {b for k in module.kernels.values() for b in k.params}
@@ -105,6 +109,8 @@ class _WrapperWriter:
             local = self.names.new(layout.name)
             params.append(local)
             self.var[layout.name] = local
+        for sym, (i, axis) in self.symbols.items():
+            self.emit(f"{sym} = {params[i]}.shape[{axis}]")
         for layout, param in zip(self.s.inputs, params):
             if layout.needs_array:
                 dtype = f"_{short_name(self.s.buffers[layout.name].dtype)}"
@@ -142,7 +148,7 @@ class _WrapperWriter:
         if kernel is None:
             self.emit("# nothing to compute (empty output)")
             return
-        self.emit(f"{kernel.name}({', '.join(self.var[b] for b in kernel.params)})")
+        self.emit(f"{kernel.name}({', '.join([self.var[b] for b in kernel.params] + kernel.sizes)})")
 
     def _extern(self, ext: L.Extern) -> None:
         call = extern_call(ext, self.array)
@@ -163,17 +169,26 @@ def _check_gpu_externs(s: scheduler.Schedule) -> None:
                 f"kernel ({step.reason}) and CuPy has no {step.op_name}; pass NumPy arrays or use another backend")
 
 
-def compile_graph(graph: ir.Graph, example_inputs: list) -> TritonCompiledGraph:
-    """Compile ``graph`` to Triton for inputs laid out like ``example_inputs``."""
+def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = False) -> TritonCompiledGraph:
+    """Compile ``graph`` to Triton for inputs laid out like ``example_inputs``;
+    ``sizes_as_args``: a dynamic-shape graph's kernels take its sizes as int
+    arguments (raises :class:`SymbolicUnsupported` where they cannot)."""
+    if graph.is_dynamic and not sizes_as_args:
+        raise SymbolicUnsupported("symbolic sizes need sizes_as_args=True")
     on_gpu = any(triton_runtime.is_cupy(x) for x in example_inputs)
     if on_gpu and not all(triton_runtime.is_cupy(x) for x in example_inputs):
         raise TypeError("backend='triton': inputs mix CuPy (GPU) and NumPy (host) arrays")
     graph = ir.dead_code_elimination(graph)
+    if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
+        raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs])
     sched = fuse_rows(fuse_matmul_epilogues(sched))
     if on_gpu:
         _check_gpu_externs(sched)
     module = tg.generate(sched)
+    readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
+    if any(set(k.sizes) - set(readable) for k in module.kernels.values()):
+        raise SymbolicUnsupported("a size symbol that no input shape holds")
     wrapper_source = _WrapperWriter(sched, module, on_gpu).generate()
     logs.log("output_code", lambda: f"{module.source}\n# wrapper\n{wrapper_source}")
     xp = triton_runtime.cupy_module() if on_gpu else np

@@ -27,7 +27,12 @@ Three kernel shapes, named as TorchInductor names them:
   ``RBLOCK`` at a time into a tile of partial accumulators, reduced at the end.
 
 Shapes and strides are baked in as literals (the guards promise them), so
-every loop bound is a compile-time constant.  Exactness follows the C++
+every loop bound is a compile-time constant — except for a dynamic-shape
+graph, whose symbolic sizes (``s0``, ``s1``) are trailing int parameters of
+every kernel (:func:`size_params`): bounds, strides and masks are expressions
+over them (in 64-bit arithmetic), the wrapper computes the grid from the
+runtime sizes, and a row of symbolic length is reduced by the looped form
+(``RBLOCK`` cannot follow it).  Exactness follows the C++
 backend: correctly rounded ``/`` and ``sqrt`` (``div_rn``/``sqrt_rn``),
 NaN-propagating maximum/minimum and max/min reductions, float16 computed in
 float32 and rounded after every op.  Ops with no exact Triton form here
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...ir.symbolic import free_symbols, is_symbolic, size_hint
 from .. import loop_ir as L
 from ..scheduler import Buffer, Kernel, Schedule
 from .common import LineWriter
@@ -246,12 +252,24 @@ def render_index(expr: L.Expr) -> str:
         if isinstance(a, L.Var):
             return a.name
         op = "//" if isinstance(a, L.FloorDiv) else "%"
-        return f"({render_index(a.base)} {op} {a.divisor})"
+        return f"({render_index(a.base)} {op} {size_text(a.divisor)})"
 
     return expr.render(atom)
 
 
+def size_text(n: object) -> str:
+    """A size as an operand: a symbolic one (``s0*s1 + 3``) in parentheses."""
+    return f"({n})" if is_symbolic(n) else str(n)
+
+
+def size_params(buffers: dict[str, Buffer]) -> list[str]:
+    """The size symbols a kernel takes as int arguments: every symbol of the schedule's buffers."""
+    names = set().union(*(free_symbols(b.shape) for b in buffers.values())) if buffers else set()
+    return sorted(names, key=lambda s: int(s[1:]))
+
+
 def next_power_of_2(n: int) -> int:
+    n = size_hint(n)  # a symbolic size: a block chosen for the example's size
     return 1 << max(n - 1, 0).bit_length()
 
 
@@ -283,6 +301,7 @@ class TritonKernel:
     configs: list[dict[str, int]]
     source: str = ""
     writes: list[str] = field(default_factory=list)
+    sizes: list[str] = field(default_factory=list)  # size symbols, int parameters after the buffers
 
 
 @dataclass
@@ -404,24 +423,32 @@ class ValueWriter(LineWriter):
 def index_vars(writer: ValueWriter, prefix: str, ranges: tuple[int, ...], flat: str) -> None:
     """``x1 = (xindex // 4) % 3``: each loop variable from the flat block index."""
     strides = L.contiguous_strides(ranges)
-    for var, stride in zip(L.loop_vars(prefix, ranges), strides):
+    symbolic = is_symbolic(ranges)
+    for i, (var, stride) in enumerate(zip(L.loop_vars(prefix, ranges), strides)):
         if var.size == 1:
             continue
-        expr = flat if stride == 1 else f"({flat} // {stride})"
-        if stride * var.size < math.prod(ranges):
-            expr = f"{expr} % {var.size}"
+        expr = flat if stride == 1 else f"({flat} // {size_text(stride)})"
+        # Symbolic sizes: every loop but the outermost wraps (a no-op where it could not).
+        if (i > 0 and any(size_hint(n) != 1 for n in ranges[:i])) if symbolic \
+                else stride * var.size < math.prod(ranges):
+            expr = f"{expr} % {size_text(var.size)}"
         writer.line(f"{var.name} = {expr}")
 
 
 def _needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
     touched = [buffers[b].numel for b in buffers]
+    if is_symbolic(touched) or is_symbolic(kernel.work):
+        return True  # sizes known at run time: 64-bit indices, right for any of them
     return max([kernel.work, *touched], default=0) >= 2**31
 
 
 def signature(name: str, writer: ValueWriter, outs: list[str], blocks: list[str]) -> tuple[str, list[str]]:
-    params = [f"in_{b}" for b in writer.reads] + [f"out_{b}" for b in outs]
+    sizes = size_params(writer.buffers)
+    params = [f"in_{b}" for b in writer.reads] + [f"out_{b}" for b in outs] + sizes
     params += [f"{b}: tl.constexpr" for b in blocks]
-    return f"@triton.jit\ndef {name}({', '.join(params)}):", writer.reads + outs
+    # Triton passes an int below 2**31 as int32: sizes widen first, so products of them cannot overflow.
+    widen = "".join(f"\n    {s} = {s}.to(tl.int64)" for s in sizes)
+    return f"@triton.jit\ndef {name}({', '.join(params)}):{widen}", writer.reads + outs
 
 
 def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
@@ -457,20 +484,22 @@ def tile_axes(kernel: Kernel, buffers: dict[str, Buffer]) -> tuple[int, int] | N
     tiling ``y`` x ``x`` makes both the read and the write contiguous.  The
     ``y`` most bytes are read along wins."""
     dims = [i for i, n in enumerate(kernel.ranges) if n > 1]
-    if len(dims) < 2 or kernel.ranges[dims[-1]] < TILE_MIN:
+    if len(dims) < 2 or size_hint(kernel.ranges[dims[-1]]) < TILE_MIN:
         return None
     x = dims[-1]
     votes: dict[int, int] = {}
     for store in kernel.pointwise:
         for load in L.loads(store.body):
             flat = L.linearize(load.index, buffers[load.buffer].strides)
-            if not all(isinstance(atom, L.Var) for atom, _ in flat.terms):
+            # A symbolic stride is a Scaled variable (``x1*(s0)``): its coefficient is the product.
+            terms = [(a.atom, c * a.factor) if isinstance(a, L.Scaled) else (a, c) for a, c in flat.terms]
+            if not all(isinstance(atom, L.Var) for atom, _ in terms):
                 continue  # divided or wrapped indices (padding, windows): left to the flat kernel
-            coeff = {atom.name: c for atom, c in flat.terms}
+            coeff = {atom.name: c for atom, c in terms}
             if coeff.get(f"x{x}", 0) in (0, 1):
                 continue  # contiguous or broadcast along the output's rows
             for y in dims[:-1]:
-                if coeff.get(f"x{y}") == 1 and kernel.ranges[y] >= TILE_MIN:
+                if coeff.get(f"x{y}") == 1 and size_hint(kernel.ranges[y]) >= TILE_MIN:
                     votes[y] = votes.get(y, 0) + buffers[load.buffer].dtype.itemsize
     if not votes:
         return None
@@ -509,11 +538,16 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
                         "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
 
 
+def is_persistent(rnumel: object) -> bool:
+    """Whether a row fits one block; a symbolic length is walked (the looped form)."""
+    return not is_symbolic(rnumel) and rnumel <= PERSISTENT_MAX
+
+
 def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
     """A persistent (whole row in one block) or looped reduction, plus its epilogue."""
     w = ValueWriter(buffers, kernel.buffers_written)
     xnumel, rnumel = math.prod(kernel.ranges), math.prod(kernel.reduction_ranges)
-    persistent = rnumel <= PERSISTENT_MAX
+    persistent = is_persistent(rnumel)
     pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {xnumel}")
     w.line(f"rnumel = {rnumel}")
@@ -562,7 +596,8 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
         if red.reduction_type == "mean":
             # As np.mean: the sum divided by the count in the accumulator's dtype.
             divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
-            w.line(f"{result} = " + divide.format(result, repr(float(rnumel))))
+            count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
+            w.line(f"{result} = " + divide.format(result, count))
         if red.dtype != acc_dtype:
             w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
         w.store(store.buffer, identity, result, "[XBLOCK, 1]", "xmask")
@@ -604,7 +639,7 @@ def generate(schedule: Schedule) -> TritonModule:
             if 0 in step.ranges:
                 continue  # an empty output: nothing to compute
             if step.reductions:
-                prefix = "per" if math.prod(step.reduction_ranges) <= PERSISTENT_MAX else "red"
+                prefix = "per" if is_persistent(math.prod(step.reduction_ranges)) else "red"
                 tk = reduction_kernel(step, kernel_name(prefix, index, step.origins, op_of), schedule.buffers)
             else:
                 name = kernel_name("poi", index, step.origins, op_of)
@@ -613,6 +648,7 @@ def generate(schedule: Schedule) -> TritonModule:
                       else pointwise_kernel(step, name, schedule.buffers))
         else:
             continue
+        tk.sizes = size_params(schedule.buffers)
         kernels[id(step)] = tk
         index += 1
     header = "# Generated by minicompile's inductor (Triton backend).\n"

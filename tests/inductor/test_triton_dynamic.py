@@ -1,0 +1,198 @@
+"""Dynamic shapes in the triton backend (Triton's interpreter on the CPU): sizes are kernel arguments.
+
+A graph with symbolic sizes compiles once: every kernel takes the size symbols
+as trailing int parameters (``s0, s1``), the wrapper reads them off the input
+shapes, allocates outputs from them and computes each grid from them; masks
+use the runtime sizes; a row of symbolic length is reduced by the looped
+form.  Graphs whose sizes the kernels cannot express (a strided slice) still
+compile once per shape.  Results equal NumPy for every size.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("triton")
+
+import minicompile as mc  # noqa: E402
+from minicompile.inductor import triton_runtime, triton_versions, triton_wrapper  # noqa: E402
+from minicompile.inductor.codegen.triton import TritonKernel  # noqa: E402
+from minicompile.inductor.dynamic import PerShapeCompiled  # noqa: E402
+from minicompile.ir.symbolic import ShapeEnv  # noqa: E402
+
+SETTINGS = settings(max_examples=int(os.environ.get("MINICOMPILE_TEST_EXAMPLES", 10)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+RNG = np.random.default_rng(5)
+TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def assert_close(actual, expected):
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e)
+        return
+    assert type(actual) is type(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    tol = TOL.get(expected.dtype, 0)
+    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """Counts the triton backend's compiles (each one generates and loads a kernel module)."""
+    calls = []
+    original = triton_wrapper.compile_graph
+
+    def counted(graph, example_inputs, sizes_as_args=False):
+        calls.append(sizes_as_args)
+        return original(graph, example_inputs, sizes_as_args)
+
+    monkeypatch.setattr(triton_wrapper, "compile_graph", counted)
+    return calls
+
+
+def broadcast(x, w, b):  # pointwise with broadcasting: [n, m] * [m] + [n, 1]
+    return np.maximum(x * w, 0.0) + b
+
+
+def softmax(x, w, b):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def row_stats(x, w, b):
+    y = x * w
+    return y.mean(axis=1), y.max(axis=0), y.sum()
+
+
+def matmul_epilogue(x, w, b):  # [n, m] @ [m, m] + bias, then tanh: one template kernel
+    return np.tanh(x @ np.outer(w, w) + w)
+
+
+def transpose(x, w, b):
+    return x.T * 2.0 + b.T
+
+
+PROGRAMS = [broadcast, softmax, row_stats, matmul_epilogue, transpose]
+
+
+def inputs(n, m, dtype=np.float32):
+    return rand(n, m, dtype=dtype), rand(m, dtype=dtype), rand(n, 1, dtype=dtype)
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_several_sizes_one_compile(fn, compiles):
+    compiled = mc.compile(fn, backend="triton", dynamic=True)
+    for n, m in [(3, 5), (17, 9), (2, 16), (33, 7), (5, 40)]:
+        args = inputs(n, m)
+        assert_close(compiled(*args), fn(*args))
+    assert len(compiled.cache) == 1
+    entry = compiled.cache[0].compiled
+    assert isinstance(entry, triton_wrapper.TritonCompiledGraph), entry
+    assert compiles == [True]  # one compile, kernels taking the sizes
+    assert entry.kernels and all(k.sizes == ["s0", "s1"] for k in entry.module.kernels.values())
+    assert "s0 = " in entry.wrapper_source
+
+
+def test_sizes_are_kernel_arguments_and_grids_follow_them():
+    compiled = mc.compile(softmax, backend="triton", dynamic=True)
+    compiled(*inputs(4, 6))
+    entry = compiled.cache[0].compiled
+    source = entry.kernel_source
+    assert "s0, s1, XBLOCK: tl.constexpr" in source
+    # A row of symbolic length is walked RBLOCK at a time (no persistent block can follow it).
+    assert "for roffset in range(0, rnumel, RBLOCK)" in source
+    kinds = {k.kind for k in entry.module.kernels.values()}
+    assert "persistent" not in kinds and "looped" in kinds
+
+
+def test_matmul_template_takes_m_n_k_at_run_time(compiles):
+    def f(a, b, c):
+        return np.maximum(a @ b + c, 0.0)
+
+    compiled = mc.compile(f, backend="triton", dynamic=True)
+    for m, k, n in [(3, 5, 7), (17, 64, 2), (9, 33, 16), (64, 16, 65)]:
+        args = rand(m, k), rand(k, n), rand(n)
+        assert_close(compiled(*args), f(*args))
+    entry = compiled.cache[0].compiled
+    assert compiles == [True] and [k.kind for k in entry.module.kernels.values()] == ["matmul"]
+    assert "M, N, K = s0, s2, s1" in entry.kernel_source
+
+
+def test_batched_matmul_and_float64(compiles):
+    def f(a, b):
+        return (a @ b) * 0.5
+
+    compiled = mc.compile(f, backend="triton", dynamic=True)
+    for batch, m in [(2, 3), (5, 8), (3, 17)]:
+        args = rand(batch, m, 4), rand(batch, 4, m)
+        assert_close(compiled(*args), f(*args))
+    g = mc.compile(transpose, backend="triton", dynamic=True)
+    for n, m in [(3, 9), (20, 2), (8, 8)]:
+        args = inputs(n, m, np.float64)
+        assert_close(g(*args), transpose(*args))
+    assert compiles == [True, True]
+
+
+def test_automatic_dynamic_after_a_size_change(compiles):
+    compiled = mc.compile(broadcast, backend="triton")
+    for n in (4, 6, 9, 31):
+        args = inputs(n, 8)
+        assert_close(compiled(*args), broadcast(*args))
+    assert len(compiled.cache) == 2 and compiles == [False, True]
+    assert isinstance(compiled.cache[1].compiled, triton_wrapper.TritonCompiledGraph)
+
+
+def test_a_strided_slice_still_compiles_per_shape():
+    def f(x):
+        return np.tanh(x[::2]) * 2
+
+    compiled = mc.compile(f, backend="triton", dynamic=True)
+    for n in (4, 6, 4, 10):
+        x = rand(n, 3)
+        assert_close(compiled(x), f(x))
+    entry = compiled.cache[0].compiled
+    assert isinstance(entry, PerShapeCompiled) and len(entry.compiled) == 3
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.integers(2, 40), st.integers(2, 40)), min_size=1, max_size=5),
+       st.sampled_from(PROGRAMS))
+def test_random_size_sequences_equal_numpy(sizes, fn):
+    compiled = mc.compile(fn, backend="triton", dynamic=True)
+    for n, m in sizes:
+        args = inputs(n, m)
+        assert_close(compiled(*args), fn(*args))
+    assert len(compiled.cache) == 1
+    assert isinstance(compiled.cache[0].compiled, triton_wrapper.TritonCompiledGraph)
+
+
+def test_specialization_key_covers_int_arguments():
+    key = triton_versions.specialization_key
+    assert key((16, 32), (1,)) == ("D", "D", "1")
+    assert key((16,), (32,)) != key((16,), (33,)) != key((16,), (1,))
+    assert key((16,), (48,)) == key((16,), (64,))
+
+
+@pytest.mark.parametrize("grid", ["flat", "tiles", "matmul"])
+def test_grid_source_matches_grid_size(grid):
+    """The fast launch path computes the grid from the sizes as Python; it must agree."""
+    env = ShapeEnv()
+    s0, s1 = env.create_symbol(5, "a"), env.create_symbol(7, "b")
+    shape = {"flat": ("flat", s0 * s1 + 3, "XBLOCK"), "tiles": ("tiles", s0, s1, 2 * s0),
+             "matmul": ("matmul", s0, s1 * 3, s0)}[grid]
+    cfg = dict(XBLOCK=64, YBLOCK=32, BLOCK_M=16, BLOCK_N=32)
+    kernel = TritonKernel("k", "pointwise", [], shape, [cfg], sizes=["s0", "s1"])
+    launcher = triton_runtime.Launcher(kernel, None, on_gpu=False)
+    source = launcher.grid_source(cfg)
+    for a, b in [(2, 2), (5, 7), (16, 33), (100, 3)]:
+        assert eval(source, {"s0": a, "s1": b}) == triton_runtime.grid_size(kernel, cfg, (a, b))
