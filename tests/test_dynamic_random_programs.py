@@ -84,3 +84,12 @@ def test_random_programs_changing_sizes_eager(program, sizes, dynamic):
 def test_random_programs_changing_sizes_cpp(program, sizes, dynamic):
     note(repr(program))
     check_resized_calls(program, "cpp", sizes, dynamic)
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(programs(), st.lists(st.integers(2, 6), min_size=2, max_size=4), st.sampled_from([None, True]))
+def test_random_programs_changing_sizes_triton(program, sizes, dynamic):
+    """Triton's interpreter: kernels taking the sizes as arguments, one compile for every size."""
+    pytest.importorskip("triton")
+    note(repr(program))
+    check_resized_calls(program, "triton", sizes, dynamic)
