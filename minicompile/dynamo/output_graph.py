@@ -309,6 +309,10 @@ class OutputGraph:
             # A size used as a value (x * n, np.full(..., n)): specialized.
             sizes = SIZE_ARGUMENTS.get(op, frozenset())
             graph_args = {k: v if k in sizes else specialize_sizes(v) for k, v in graph_args.items()}
+            if "key" in sizes:  # an integer index (x[n]) is a value; slice bounds stay sizes
+                key = graph_args["key"]
+                graph_args["key"] = (tuple(int(k) if isinstance(k, Sym) else k for k in key)
+                                     if isinstance(key, tuple) else int(key) if isinstance(key, Sym) else key)
         try:
             node = self.graph.call(op, **graph_args)
         except Unsupported:

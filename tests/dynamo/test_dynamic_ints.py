@@ -190,6 +190,14 @@ INT_USES = {
     "math": lambda x, n: x[: math.isqrt(n)] * 2,
     "tuple_shape": lambda x, n: np.ones((2, n)) * x[:n],
     "modulo": lambda x, n: x[: n % 3 + 1] * 2,
+    "index": lambda x, n: x[n] * 2,
+    "index_and_slice": lambda x, n: x[n] + x[:n],
+    "negative_stop": lambda x, n: x[:-n] + 1,
+    "start": lambda x, n: x[n:] * 2,
+    "negative_start": lambda x, n: x[-n:] * 2,
+    "step": lambda x, n: x[::n] * 2,
+    "square": lambda x, n: x[:n, None] * x[None, :n],
+    "arange": lambda x, n: np.arange(n) + x[:n],
 }
 
 
@@ -200,6 +208,7 @@ def test_python_uses_of_an_int_size_equal_eager(use):
     for n in (3, 4, 6, 7, 4, 2, 9):
         x = rand(20)
         assert_same(compiled(x, n), fn(x, n), f"{use} at n={n}")
+    assert all(e.capture.graph is not None for e in compiled.cache)  # compiled, not run eagerly
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
