@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .ops.registry import DataDependent, TensorMeta
+from .ops.registry import DataDependent, TensorMeta, symbolic_broadcast
 from .symbolic import Sym, is_symbolic, size_hint
 
 _INVALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
@@ -248,13 +248,16 @@ def result_shape(key: tuple, shape: tuple[int, ...]) -> tuple[int, ...]:
     if not advanced:
         return tuple(d for p in pieces for d in p) + trailing
     adv_entries = [e for e, p in zip(key, pieces) if p == "ADV"]
+    adv_shapes = [_advanced_length(e) for e in adv_entries]
     try:
-        b = tuple(np.broadcast_shapes(*(_advanced_length(e) for e in adv_entries)))
+        # An index array of symbolic shape (``table[tokens]``) keeps its sizes.
+        b = symbolic_broadcast(adv_shapes) if is_symbolic(adv_shapes) \
+            else tuple(np.broadcast_shapes(*adv_shapes))
     except ValueError:
-        shapes = " ".join(str(_advanced_length(e)) for e in adv_entries)
+        shapes = " ".join(str(s) for s in adv_shapes)
         raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together "
                          f"with shapes {shapes}") from None
-    if int(np.prod(b)):
+    if all(isinstance(d, Sym) or d for d in b):  # symbols are never 0
         _check_bounds(key, shape)  # NumPy checks only the indices it will visit
     positions = [i for i, p in enumerate(pieces) if p == "ADV"]
     # Any other entry between two advanced ones separates them, even an

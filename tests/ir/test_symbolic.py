@@ -110,6 +110,15 @@ PROGRAMS = {
     "concatenate": lambda g, x, y: g.call("concatenate", (x, x, x), axis=0),
     "concatenate_cols": lambda g, x, y: g.call("concatenate", (x, x), axis=1),
     "stack": lambda g, x, y: g.call("stack", (x, x), axis=1),
+    "pad_cols": lambda g, x, y: g.call("pad", x, ((0, 0), (1, 2))),
+    "pad_all": lambda g, x, y: g.call("pad", x, 1, "constant", 7.0),
+    "pad_edge": lambda g, x, y: g.call("pad", x, (2, 1), "edge"),
+    "windows_cols": lambda g, x, y: g.call("sliding_window_view", x, (2,), axis=1),
+    "windows_rows": lambda g, x, y: g.call("sliding_window_view", x, 2, axis=0),
+    "windows_all": lambda g, x, y: g.call("sliding_window_view", x, (2, 3)),
+    "conv_windows": lambda g, x, y: g.call("getitem", g.call("sliding_window_view", g.call(
+        "pad", x, ((0, 0), (1, 1))), (3,), axis=(1,)), (slice(None), slice(None, None, 2))),
+    "embedding": lambda g, x, y: g.call("getitem", y, (g.call("astype", x, np.int64),)),
 }
 
 
@@ -153,6 +162,31 @@ def test_broadcast_mismatch_raises_like_numpy():
     with pytest.raises(ValueError, match="broadcast"):
         g.call("add", x, y)
     assert guard_texts(env) == ["s0 != 4"]
+
+
+def test_pad_and_windows_keep_the_batch_axis_symbolic():
+    # A convolution written with np.pad and sliding_window_view: only the batch varies.
+    env, (n,) = env_with(4)
+    g = ir.Graph()
+    x = g.placeholder("x", ir.TensorMeta((n, 8, 8, 3), np.float32))
+    padded = g.call("pad", x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    windows = g.call("sliding_window_view", padded, (3, 3), axis=(1, 2))
+    strided = g.call("getitem", windows, (slice(None), slice(None, None, 2), slice(None, None, 2)))
+    assert padded.meta.shape == (n, 10, 10, 3) and windows.meta.shape == (n, 8, 8, 3, 3, 3)
+    assert strided.meta.shape == (n, 4, 4, 3, 3, 3) and strided.meta.dtype == np.float32
+    assert guard_texts(env) == []
+
+
+def test_windows_larger_than_a_symbolic_axis_guard_or_raise_like_numpy():
+    env, (a,) = env_with(5)
+    g = ir.Graph()
+    x = g.placeholder("x", ir.TensorMeta((a, 2), np.float32))
+    assert g.call("sliding_window_view", x, (4,), axis=0).meta.shape == (a - 3, 2, 4)
+    assert guard_texts(env) == ["s0 >= 4"]
+    with pytest.raises(ValueError, match="window shape cannot be larger"):
+        g.call("sliding_window_view", x, (3,), axis=1)
+    with pytest.raises(ValueError):
+        g.call("pad", x, ((1, 1), (1, 1), (1, 1)))  # more pairs than axes: NumPy's error
 
 
 def test_a_rule_without_symbolic_support_specializes():

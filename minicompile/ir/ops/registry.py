@@ -47,7 +47,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from .. import dtypes as dt
-from ..symbolic import is_symbolic
+from ..symbolic import is_symbolic, size_hint
 
 
 class TensorMeta(NamedTuple):
@@ -248,16 +248,19 @@ def numpy_meta(impl: Callable[..., Any]) -> Callable[..., TensorMeta]:
     return meta
 
 
-def symbolic_or_numpy(impl: Callable[..., Any], symbolic_rule: Callable[..., tuple]) -> Callable[..., TensorMeta]:
+def symbolic_or_numpy(impl: Callable[..., Any], symbolic_rule: Callable[..., tuple],
+                      at_hints: bool = False) -> Callable[..., TensorMeta]:
     """NumPy's answer on ghosts for concrete shapes; for symbolic ones, the
     shape from ``symbolic_rule`` and the dtype from NumPy on one-element
-    samples of the same ranks (dtypes never depend on sizes).  A rule raises
+    samples of the same ranks (dtypes never depend on sizes) — or, with
+    ``at_hints``, on samples of the example's sizes, for ops that check sizes
+    against their arguments (a window no larger than its axis).  A rule raises
     NotImplementedError for a form it does not cover; ghosts then answer, and
     the sizes they need become plain ints (specialized, guarded)."""
 
     def sample(value: Any) -> Any:
         if isinstance(value, TensorMeta):
-            return TensorMeta((1,) * value.ndim, value.dtype)
+            return TensorMeta(size_hint(value.shape) if at_hints else (1,) * value.ndim, value.dtype)
         if isinstance(value, (tuple, list)):
             return type(value)(sample(v) for v in value)
         return value

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..symbolic import Sym
+from ..symbolic import Sym, is_symbolic
 from .registry import (
     OpDef,
     TensorMeta,
@@ -167,9 +167,38 @@ def _sliding_window_view(x, window_shape, axis=None):
     return np.lib.stride_tricks.sliding_window_view(x, window_shape, axis)
 
 
+def _sliding_window_shape(x, window_shape, axis=None) -> tuple:
+    """Each windowed axis ``d`` shrinks to ``n_d - w + 1``, the windows' sizes
+    appended; a symbolic ``n_d`` asks ``n_d >= w`` (static for ``w <= 2``)."""
+    window = (window_shape,) if isinstance(window_shape, (int, np.integer)) else tuple(window_shape)
+    if is_symbolic(window) or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool)
+                                      for w in window):
+        raise NotImplementedError("sliding_window_view: window sizes other than ints")
+    if any(w < 0 for w in window):
+        raise NotImplementedError("sliding_window_view: a negative window (NumPy raises)")
+    if axis is None:
+        if len(window) != x.ndim:
+            raise NotImplementedError("sliding_window_view: window rank differs (NumPy raises)")
+        axes = tuple(range(x.ndim))
+    else:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        if len(axes) != len(window) or not all(
+                isinstance(a, (int, np.integer)) and not isinstance(a, bool) and -x.ndim <= a < x.ndim
+                for a in axes):
+            raise NotImplementedError("sliding_window_view: axes NumPy refuses")
+        axes = tuple(int(a) % x.ndim for a in axes)
+    shape = list(x.shape)
+    for d, w in zip(axes, window):
+        if shape[d] < w:
+            raise ValueError("window shape cannot be larger than input array shape")
+        shape[d] = shape[d] - int(w) + 1
+    return tuple(shape) + tuple(int(w) for w in window)
+
+
 # np.flip indexes with m[::-1, ...]; on a 0-d array that is m[()], a NumPy scalar.
 simple_op("flip", _flip, "view", canonicalize=_tuple_arg("axis"), scalar_result=True)
-simple_op("sliding_window_view", _sliding_window_view, "view", canonicalize=_tuple_arg("window_shape"))
+simple_op("sliding_window_view", _sliding_window_view, "view", canonicalize=_tuple_arg("window_shape"),
+          meta=symbolic_or_numpy(_sliding_window_view, _sliding_window_shape, at_hints=True))
 
 
 def _diagonal(a, offset=0, axis1=0, axis2=1):
@@ -309,6 +338,25 @@ def _pad_canon(args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+def _pad_shape(array, pad_width, mode="constant", constant_values=0) -> tuple:
+    """Each axis grows by its ``before + after``: a symbolic size passes through."""
+    if is_symbolic(pad_width):
+        raise NotImplementedError("np.pad: symbolic pad widths")
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu" or (widths.size and widths.min() < 0):
+        raise NotImplementedError("np.pad: pad widths NumPy refuses")
+    try:
+        pairs = np.broadcast_to(widths, (array.ndim, 2))
+    except ValueError:
+        raise NotImplementedError("np.pad: pad widths that do not broadcast (NumPy raises)") from None
+    out = []
+    for n, (before, after) in zip(array.shape, pairs.tolist()):
+        if mode != "constant" and not isinstance(n, Sym) and n == 0 and before + after:
+            raise NotImplementedError("np.pad: extending an empty axis (NumPy raises)")
+        out.append(n + before + after)
+    return tuple(out)
+
+
 def _copy(a, order="K"):
     return np.copy(a, order=order)
 
@@ -316,7 +364,7 @@ def _copy(a, order="K"):
 simple_op("tile", _tile, "layout", canonicalize=_tuple_arg("reps"))
 simple_op("repeat", _repeat, "layout", canonicalize=_tuple_arg("repeats"))
 simple_op("roll", _roll, "layout", canonicalize=_tuple_arg("shift"))
-simple_op("pad", _pad, "layout", canonicalize=_pad_canon)
+simple_op("pad", _pad, "layout", canonicalize=_pad_canon, meta=symbolic_or_numpy(_pad, _pad_shape, at_hints=True))
 simple_op("copy", _copy, "layout")
 simple_op("triu", with_signature(lambda m, k=0: np.triu(m, k), np.triu), "layout")
 simple_op("tril", with_signature(lambda m, k=0: np.tril(m, k), np.tril), "layout")
