@@ -616,6 +616,11 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
         configs = [dict(XBLOCK=1, RBLOCK=1024, num_warps=4)]
         configs += [dict(XBLOCK=xb, RBLOCK=rb, num_warps=nw) for xb in (1, 2) for rb in (512, 1024, 2048)
                     for nw in (4, 8) if (xb, rb, nw) != (1, 1024, 4) and xb <= next_power_of_2(xnumel)]
+        if is_symbolic(rnumel) and next_power_of_2(rnumel) < 1024:
+            # A row of symbolic length, short in the example: blocks sized by it, several rows a program.
+            rblock = max(16, next_power_of_2(rnumel))
+            xblock = max(1, min(next_power_of_2(xnumel), 1024 // rblock))
+            configs.insert(0, dict(XBLOCK=xblock, RBLOCK=rblock, num_warps=4))
     kind = "persistent" if persistent else "looped"
     return TritonKernel(name, kind, params, ("flat", xnumel, "XBLOCK"), configs,
                         "\n".join([header] + w.lines), outs)
