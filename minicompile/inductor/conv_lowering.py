@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..ir.symbolic import Sym, SymbolicUnsupported
 from . import loop_ir as L
 from .lowering import LOWERINGS, Unsupported
 
@@ -43,7 +44,8 @@ _I64 = np.dtype(np.int64)
 def masked_parts(op: L.Op) -> tuple[L.Load, L.Value, L.Value, tuple[int, ...]]:
     """``pad_select``'s guard, guarded value, fill and the guard's bounds."""
     guard, value, fill, *bounds = op.args
-    return guard, value, fill, tuple(int(b.value) for b in bounds)
+    # A bound is the size of the pad's input axis: a symbolic size (a batch) stays a Sym.
+    return guard, value, fill, tuple(b.value if isinstance(b.value, Sym) else int(b.value) for b in bounds)
 
 
 def map_loads_guarded(value: L.Value, fn, memo: dict | None = None) -> L.Value:
@@ -129,12 +131,26 @@ def lower_getitem(node: ir.Node) -> L.Pointwise:
     for d, n in enumerate(a.shape):
         k = key[d] if d < len(key) else slice(None)
         if isinstance(k, int):
-            src.append(L.Expr(None, k % n))
+            src.append(L.Expr(None, k % n if not isinstance(n, Sym) else _plain(k)))
             continue
-        start, _, step = k.indices(n)
+        if isinstance(n, Sym) or isinstance(k.start, Sym) or isinstance(k.stop, Sym):
+            # A canonical key (ir.indexing) spells out start and step; over a symbolic
+            # axis only a plain start is index arithmetic (``s0 - 2`` is not).  A
+            # symbolic stop (``x[:n]``, n a size) is only in the output's shape.
+            start = _plain(0 if k.start is None else k.start)
+            step = _plain(1 if k.step is None else k.step)
+        else:
+            start, _, step = k.indices(n)
         i = next(index)
         src.append(L.Expr() if n == 1 else i * step + start)
     return L.Pointwise(node.name, node.shape, L.Load(a.name, tuple(src), a.dtype), is_view=True)
+
+
+def _plain(part) -> int:
+    """A slice bound or integer key over a symbolic axis, as a non-negative int."""
+    if not isinstance(part, int) or isinstance(part, bool) or part < 0:
+        raise SymbolicUnsupported(f"an index {part} into an axis of symbolic size")
+    return part
 
 
 WINDOW_LOWERINGS = {

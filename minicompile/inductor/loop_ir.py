@@ -237,8 +237,17 @@ def _atom_bounds(atom: Atom) -> tuple[int, int]:
             raise SymbolicUnsupported(f"bounds of {atom}")
         return (0, hi) if isinstance(atom, FloorDiv) else (0, atom.divisor - 1)
     if isinstance(atom, FloorDiv):
-        return lo // atom.divisor, hi // atom.divisor
+        return _div_bound(lo, atom.divisor, math.floor), _div_bound(hi, atom.divisor, math.ceil)
     return 0, atom.divisor - 1
+
+
+def _div_bound(v: int | Sym, d: int, rounding: Callable) -> int | Sym:
+    """``v // d``, or for a symbolic ``v`` a bound on it that needs no guard:
+    each coefficient divided and rounded outward (every monomial is >= 0),
+    so ``(256*s0 - 1) // 16`` is bounded by ``16*s0`` above, ``16*s0 - 1`` below."""
+    if not isinstance(v, Sym):
+        return v // d
+    return Sym.make({m: rounding(Fraction(c) / d) for m, c in v.poly.items()}, v.env)
 
 
 def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:

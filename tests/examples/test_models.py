@@ -70,3 +70,55 @@ def test_mobilenet_v2_unfolded_batch_norm_compiles_to_the_folded_kernels():
     mc.compile(mobilenet_v2.forward, backend=recording("folded"))(folded, images)
     assert len(compiled["unfolded"].kernels) == len(compiled["folded"].kernels)
     assert "sqrt" not in [n.op.name for n in compiled["unfolded"].graph.calls]
+
+
+# -- dynamic shapes: a varying batch (and sequence) keeps one compiled entry --------
+
+
+def _symbolic_kernels(entry) -> bool:
+    """The cpp entry compiled once with size arguments, not once per shape."""
+    from minicompile.inductor.compile_fx import CompiledGraph
+
+    compiled = entry.compiled
+    return isinstance(compiled, CompiledGraph) and compiled.fallback_reason is None \
+        and "const int64_t s0" in compiled.kernel_source
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_mobilenet_v2_dynamic_batch_compiles_twice(backend):
+    params = mobilenet_v2.init_params()
+    compiled = mc.compile(mobilenet_v2.forward, backend=backend)
+    for batch in (1, 2, 3, 4, 5):
+        images = mobilenet_v2.example_images(batch, 32, seed=batch)
+        expected = mobilenet_v2.forward(params, images)
+        result = compiled(params, images)
+        assert result.shape == expected.shape and result.dtype == expected.dtype
+        np.testing.assert_allclose(result, expected, rtol=1e-3, atol=1e-3 * np.abs(expected).max())
+    assert len(compiled.cache) == 2
+    dynamic = compiled.cache[-1]
+    assert dynamic.compiled is not None and dynamic.capture.graph.is_dynamic  # a graph, not an eager run
+    if backend == "cpp":
+        assert _symbolic_kernels(dynamic)
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+@pytest.mark.parametrize("varying", ["batch", "seq", "both"])
+def test_decoder_dynamic_batch_and_sequence_compile_twice(backend, varying):
+    cfg = decoder_block.Config()
+    params = decoder_block.init_params(cfg)
+    compiled = mc.compile(decoder_block.forward, backend=backend)
+    sizes = {"batch": [(b, 8) for b in (1, 2, 3, 4, 5)], "seq": [(2, s) for s in (8, 12, 5, 16, 9)],
+             "both": [(2, 8), (3, 12), (5, 6), (4, 16), (6, 9)]}[varying]
+    for batch, seq in sizes:
+        cos, sin = decoder_block.rotary_tables(decoder_block.Config(seq=seq))
+        mask = decoder_block.causal_mask(decoder_block.Config(seq=seq))
+        tokens = np.random.default_rng(batch * seq).integers(0, cfg.vocab, (batch, seq))
+        expected = decoder_block.forward(params, tokens, cos, sin, mask)
+        result = compiled(params, tokens, cos, sin, mask)
+        assert result.shape == expected.shape and result.dtype == expected.dtype
+        np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5)
+    assert len(compiled.cache) == 2
+    dynamic = compiled.cache[-1]
+    assert dynamic.compiled is not None and dynamic.capture.graph.is_dynamic
+    if backend == "cpp":
+        assert _symbolic_kernels(dynamic)

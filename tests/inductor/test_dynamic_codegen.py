@@ -168,6 +168,36 @@ def test_strided_slice_falls_back_to_per_shape():
     assert isinstance(entry, PerShapeCompiled) and len(entry.compiled) == 3
 
 
+def depthwise(x, w, stride):
+    """A padded 3x3 depthwise convolution the NumPy way (pad, windows, strided slice)."""
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))[:, ::stride, ::stride]
+    return np.minimum(np.maximum((windows * w).sum(axis=(-2, -1)) + 0.5, 0.0), 6.0)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_padded_convolution_over_a_symbolic_batch_is_one_kernel_set(stride):
+    w = rand(4, 3, 3)
+    compiled = mc.compile(lambda x: depthwise(x, w, stride), backend="cpp")
+    for n in (1, 2, 3, 5, 7):
+        x = rand(n, 9, 8, 4)
+        assert_close(compiled(x), depthwise(x, w, stride))
+    assert len(compiled.cache) == 2
+    dynamic = compiled.cache[1].compiled
+    assert isinstance(dynamic, CompiledGraph), str(dynamic)
+    assert "const int64_t s0" in dynamic.kernel_source
+
+
+def test_padded_convolution_over_symbolic_rows_specializes_per_shape():
+    # A padded axis of symbolic size reads at x1 - 1 times a symbolic stride: one compile per shape.
+    w = rand(4, 3, 3)
+    compiled = mc.compile(lambda x: depthwise(x, w, 1), backend="cpp", dynamic=True)
+    for h in (5, 7, 5, 9):
+        x = rand(2, h, 6, 4)
+        assert_close(compiled(x), depthwise(x, w, 1))
+    assert len(compiled.cache) == 1
+
+
 def test_output_views_and_reuse_with_symbolic_sizes():
     def f(x):
         a = np.exp(x)
