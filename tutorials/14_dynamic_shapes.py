@@ -109,7 +109,8 @@ print("\n".join(line for line in kernels.kernel_source.splitlines() if "s0" in l
 #
 # A Python int argument is guarded by value (`L['n'] == 3`).  As in
 # torch.compile, when a call misses only because that int changed, the next
-# capture makes it a size symbol too (`2 <= s0  # s0 = L['n']`).  The graph
+# capture makes it a size symbol too (`2 <= s0  # s0 = L['n']`; with
+# `dynamic=True`, from the first call).  The graph
 # gets it as a *size input* `n: i8[s0]` — a zero-stride array of shape `(n,)`
 # whose data is never read — so the wrapper binds `s0` from a shape, as for an
 # array.  A use other than size arithmetic (`range(n)`, `x * n`) pins it.

@@ -15,10 +15,11 @@ torch.compile's rule, kept here:
 * ``dynamic=True``: every axis of size >= 2 is symbolic from the start.
 * ``dynamic=False``: never; every size is specialized.
 
-Python int arguments follow the same rule (automatic mode only): an int
-(``L['n']``) is guarded by value first; when a miss is caused only by its
-value changing (and, maybe, array sizes), the next capture makes it a size
-symbol (axis ``None`` in :class:`DynamicPolicy`), guarded ``2 <= s1``.  It
+Python int arguments follow the same rule: an int (``L['n']``) is guarded by
+value first; when a miss is caused only by its value changing (and, maybe,
+array sizes), the next capture makes it a size symbol (axis ``None`` in
+:class:`DynamicPolicy`), guarded ``2 <= s1`` (``dynamic=True``: from the
+first call).  It
 stays symbolic only through size arithmetic (``x[:n]``, ``reshape(-1, n)``,
 ``np.zeros((n, 4))``); any other use (``range(n)``, ``x * n``, ``str(n)``)
 pins it to its value with a guard.  The graph receives a free int symbol as a
@@ -61,9 +62,9 @@ class DynamicPolicy:
 
     def symbolic_int(self, source: str, value: Any) -> bool:
         """Whether the Python int at ``source`` is a size symbol in this capture
-        (automatic only: its value changed between calls, and it is >= 2)."""
+        (``dynamic=True``, or automatic: its value changed between calls; >= 2)."""
         return type(value) is int and value >= 2 and self.mode is not False \
-            and (source, None) in self.dims
+            and (self.mode is True or (source, None) in self.dims)
 
     @property
     def any(self) -> bool:

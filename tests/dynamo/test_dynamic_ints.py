@@ -99,6 +99,17 @@ def test_cpp_kernels_take_the_int_as_a_size_argument():
     assert "int64_t s0" in entry.kernel_source and "s0 = n.shape[0]" in entry.wrapper_source
 
 
+def test_dynamic_true_makes_ints_symbolic_from_the_start_and_false_never():
+    eager_always = mc.compile(head, backend="eager", dynamic=True)
+    never = mc.compile(head, backend="eager", dynamic=False)
+    x = rand(16)
+    for n in (3, 4, 5):
+        assert_same(eager_always(x, n), head(x, n))
+        assert_same(never(x, n), head(x, n))
+    assert len(eager_always.cache) == 1 and "2 <= s1  # s1 = L['n']" in guards_of(eager_always, 0)
+    assert len(never.cache) == 3
+
+
 def test_an_int_changing_with_an_array_size_shares_its_symbol():
     compiled = mc.compile(rows, backend="eager")
     for n in VALUES:
