@@ -196,3 +196,40 @@ def test_grid_source_matches_grid_size(grid):
     source = launcher.grid_source(cfg)
     for a, b in [(2, 2), (5, 7), (16, 33), (100, 3)]:
         assert eval(source, {"s0": a, "s1": b}) == triton_runtime.grid_size(kernel, cfg, (a, b))
+
+
+def test_fast_launch_path_follows_sizes_and_their_specialization(monkeypatch):
+    """The GPU launcher's fast path, driven with stand-ins for CuPy arrays and
+    the compiled kernel (no GPU here): the grid follows the sizes, and a size
+    that leaves its class (1, a multiple of 16, neither) takes the general path."""
+    import types
+
+    env = ShapeEnv()
+    s0, s1 = env.create_symbol(5, "a"), env.create_symbol(7, "b")
+    kernel = TritonKernel("k", "pointwise", ["x", "out"], ("flat", s0 * s1, "XBLOCK"),
+                          [dict(XBLOCK=64, num_warps=4)], sizes=["s0", "s1"])
+    fn = types.SimpleNamespace(arg_names=["in_x", "out_out", "s0", "s1", "XBLOCK"])
+    launcher = triton_runtime.Launcher(kernel, fn, on_gpu=True)
+    launcher.config = kernel.configs[0]
+    runs, compiled_keys = [], []
+
+    def compiled_launch(cfg, arrays, pointers, sizes=()):
+        compiled_keys.append(triton_versions.specialization_key(tuple(pointers), sizes))
+        return lambda grid, stream, *args: runs.append((grid, args))
+
+    stream = types.SimpleNamespace(ptr=0)
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: stream))
+    monkeypatch.setattr(triton_runtime, "cupy_module", lambda: fake_cupy)
+    monkeypatch.setattr(triton_versions, "launch_hooks_active", lambda: False)
+    monkeypatch.setattr(launcher, "compiled_launch", compiled_launch)
+
+    def array(ptr):
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr))
+
+    a, b = array(4096), array(8192)
+    launcher(a, b, 5, 7)  # first call: general path, then the fast path is built
+    assert launcher.fast is not None and runs[-1] == (1, (4096, 8192, 5, 7, 64))
+    launcher(a, b, 33, 9)  # same classes (neither 1 nor a multiple of 16): fast path, new grid
+    assert runs[-1] == (-(-33 * 9 // 64), (4096, 8192, 33, 9, 64)) and len(compiled_keys) == 2
+    launcher(a, b, 32, 9)  # s0 now a multiple of 16: the general path, its own specialization
+    assert runs[-1][0] == -(-32 * 9 // 64) and compiled_keys[-1] == ("D", "D", "D", None)
