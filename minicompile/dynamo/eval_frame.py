@@ -102,7 +102,8 @@ class OptimizedFunction:
         self.dynamic.dims |= dims
         self.dynamic.distinct |= split
         logs.log("recompiles", lambda: f"{self.fn.__qualname__}: sizes changed, next capture makes "
-                 "symbolic " + ", ".join(f"{src}.shape[{axis}]" for src, axis in sorted(dims)))
+                 "symbolic " + ", ".join(src if axis is None else f"{src}.shape[{axis}]"
+                                         for src, axis in sorted(dims, key=lambda d: (d[0], d[1] is not None, d[1] or 0))))
 
     def _wrap_function(self, fn: types.FunctionType) -> "OptimizedFunction":
         """Resume functions and callees that broke are compiled like this one."""

@@ -235,3 +235,18 @@ def test_random_value_sequences_equal_eager(name, backend, values):
         assert_same(compiled(*args), fn(*args), f"{name} at n={n}")
     # Static, symbolic, and at most one entry for each of 0 and 1 (and n past x's end).
     assert len(compiled.cache) <= 5
+
+
+def test_recompile_log_names_the_int(capsys):
+    from minicompile.logs import set_logs
+
+    compiled = mc.compile(head, backend="eager")
+    set_logs("recompiles")
+    try:
+        for x, n in ((rand(5, 3), 2), (rand(6, 3), 3), (rand(7, 3), 4)):
+            assert_same(compiled(x, n), head(x, n))
+    finally:
+        set_logs("")
+    err = capsys.readouterr().err
+    assert "next capture makes symbolic L['n'], L['x'].shape[0]" in err
+    assert len(compiled.cache) == 2
