@@ -10,7 +10,10 @@ Out: registered :class:`OpDef` entries.  Kind ``view`` where NumPy returns a
 Shape arguments must be Python values: an array there would make the output
 shape depend on data (:class:`DataDependent`).  ``transpose`` and ``reshape``
 have explicit rules (the inductor lowers them to index arithmetic); the rest
-ask NumPy on ghost inputs.
+ask NumPy on ghost inputs.  Symbolic sizes (dynamic shapes) keep their symbols
+through ``concatenate``/``stack``, ``pad`` and ``sliding_window_view`` (a
+convolution's batch axis passes through untouched); any other op here pins
+the sizes it touches.
 
 ``split``/``array_split`` return several arrays.  The IR keeps one output per
 node, so a split is *several* nodes, one ``getitem`` with a basic slice per
