@@ -19,6 +19,7 @@ when compiling, with its name.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -187,8 +188,10 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
         _check_gpu_externs(sched)
     module = tg.generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
-    if any(set(k.sizes) - set(readable) for k in module.kernels.values()):
-        raise SymbolicUnsupported("a size symbol that no input shape holds")
+    for k in module.kernels.values() if sizes_as_args else ():
+        used = set(re.findall(r"\bs\d+\b", re.sub(r"#.*", "", k.source)))
+        if used - set(k.sizes) or set(k.sizes) - set(readable):
+            raise SymbolicUnsupported(f"{k.name}: a size symbol that is no kernel argument or input size")
     wrapper_source = _WrapperWriter(sched, module, on_gpu).generate()
     logs.log("output_code", lambda: f"{module.source}\n# wrapper\n{wrapper_source}")
     xp = triton_runtime.cupy_module() if on_gpu else np
