@@ -198,7 +198,8 @@ class _WrapperWriter:
         self.var[ext.name] = out
         self.emit(f"{out} = _empty({ext.shape!r}, {_dtype_global(ext.dtype)})")
         suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
-        self.emit(f"{kernel}({', '.join(f'{a}{suffix}' for a in operands + [out])})  # generated, not BLAS")
+        args = [f"{a}{suffix}" for a in operands + [out]] + list(self.symbols)
+        self.emit(f"{kernel}({', '.join(args)})  # generated, not BLAS")
 
 
 def generate(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory.MemoryPlan | None = None) -> str:
@@ -227,7 +228,8 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         name = cpp_matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
         if name in kernel_args:
             fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
-            fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3
+            fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3 \
+                + [ctypes.c_int64] * len(symbols)
             fn.restype = None
             namespace[name] = fn
     exec(compile(source, "<minicompile wrapper>", "exec"), namespace)

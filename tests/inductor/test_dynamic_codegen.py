@@ -188,6 +188,24 @@ def test_padded_convolution_over_a_symbolic_batch_is_one_kernel_set(stride):
     assert "const int64_t s0" in dynamic.kernel_source
 
 
+def test_small_matmuls_over_a_symbolic_row_count_are_generated_kernels():
+    # A 1x1 convolution over (batch, H, W, C), and a stack of products: rows and batch vary.
+    w = rand(12, 24)
+
+    def f(x, y):
+        return np.maximum(x.reshape(-1, 12) @ w, 0.0), (y + 1.0) @ np.exp(y).transpose(0, 1, 3, 2)
+
+    compiled = mc.compile(f, backend="cpp")
+    for n in (1, 2, 3, 7, 13):
+        x, y = rand(n, 5, 3, 12), rand(n, 4, 6, 7)
+        assert_close(compiled(x, y), f(x, y))
+    assert len(compiled.cache) == 2
+    dynamic = compiled.cache[1].compiled
+    assert isinstance(dynamic, CompiledGraph), str(dynamic)
+    assert "generated, not BLAS" in dynamic.wrapper_source and "BLAS through NumPy" not in dynamic.wrapper_source
+    assert "const int64_t s0)" in dynamic.kernel_source
+
+
 def test_padded_convolution_over_symbolic_rows_specializes_per_shape():
     # A padded axis of symbolic size reads at x1 - 1 times a symbolic stride: one compile per shape.
     w = rand(4, 3, 3)

@@ -681,8 +681,8 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.
     symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
     # Small float32 matmuls run as kernels in the OpenMP pool (cpp_matmul).
-    externs = [e for e in schedule.steps if isinstance(e, L.Extern)] if not symbols else []
-    matmuls = [(e, text) for e in externs if (text := cpp_matmul.generate(e, schedule)) is not None]
+    externs = [e for e in schedule.steps if isinstance(e, L.Extern)]
+    matmuls = [(e, text) for e in externs if (text := cpp_matmul.generate(e, schedule, symbols)) is not None]
     if matmuls:
         parts.append(cpp_matmul.TILE_SOURCE.strip())
     for ext, text in matmuls:

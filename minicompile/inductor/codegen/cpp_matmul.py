@@ -1,8 +1,9 @@
 """A small float32 matmul as a generated C++ kernel instead of a BLAS call.
 
 In:  an ``np.matmul`` :class:`~minicompile.inductor.loop_ir.Extern` of two
-     float32 matrices (or equal stacks of them) whose shapes the schedule knows.
-Out: :func:`generate` returns the C++ of ``extern "C" void mm_<name>(A, B, C)``
+     float32 matrices (or equal stacks of them) whose shapes the schedule knows
+     (a symbolic row or stack count — a dynamic batch — is a size argument).
+Out: :func:`generate` returns the C++ of ``extern "C" void mm_<name>(A, B, C, sizes...)``
      (and its ``_obj`` entry), or None when NumPy's BLAS should keep the call.
 
 Why: NumPy's BLAS runs its own thread pool.  In a network of small matmuls
@@ -25,7 +26,7 @@ import math
 
 import numpy as np
 
-from ...ir.symbolic import is_symbolic
+from ...ir.symbolic import has_division, is_symbolic, size_hint
 from .. import loop_ir as L
 
 F32 = np.dtype(np.float32)
@@ -96,7 +97,7 @@ def tile_shape(m: int, n: int) -> tuple[int, int]:
     but not of 16 (MobileNetV2's 24 channels), so that no column is an edge.
     Measured on MobileNetV2's 1x1 convolutions: 4 x 16 was 1.3x slower."""
     mr, nr = (8, 8) if n % 16 and n % 8 == 0 and n < 64 else (6, 16)
-    return (1 if m < mr else mr), nr
+    return (1 if not is_symbolic(m) and m < mr else mr), nr
 
 
 def _operand(schedule, name: str) -> tuple[tuple, np.dtype] | None:
@@ -123,16 +124,19 @@ def eligible(ext: L.Extern, schedule) -> tuple[int, int, int, int] | None:
     (sa, da), (sb, db) = operands
     if da != F32 or db != F32 or len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2]:
         return None
-    if any(is_symbolic(d) for d in sa + sb):
+    # A symbolic batch or row count (dynamic shapes) is a kernel argument; K and N stay plain.
+    if any(is_symbolic(d) for d in sb[-2:] + sa[-1:]) or has_division(sa):
         return None
     (m, k), (k2, n), batch = sa[-2:], sb[-2:], math.prod(sa[:-2])
-    if k != k2 or 0 in (batch, m, k, n) or batch * m * k * n > MAX_WORK:
+    if k != k2 or any(not is_symbolic(d) and d == 0 for d in (batch, m, k, n)) \
+            or size_hint(batch * m * k * n) > MAX_WORK:  # a heuristic: the example's sizes
         return None
     return batch, m, k, n
 
 
-def generate(ext: L.Extern, schedule) -> str | None:
-    """``mm_<name>(A, B, C)`` and its ``_obj`` entry (arrays in, data pointers read in C)."""
+def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> str | None:
+    """``mm_<name>(A, B, C, sizes...)`` and its ``_obj`` entry (arrays in, data
+    pointers read in C); ``symbols`` are the graph's size symbols, passed last."""
     from .cpp import ARRAY_DATA_OFFSET
 
     shape = eligible(ext, schedule)
@@ -142,18 +146,28 @@ def generate(ext: L.Extern, schedule) -> str | None:
     mr, nr = tile_shape(m, n)
     name = kernel_name(ext)
     work = batch * m * k * n
-    parallel = "#pragma omp parallel for collapse(3) schedule(static)" if work >= PARALLEL_MIN_WORK else ""
+    parallel = "#pragma omp parallel for collapse(3) schedule(static)"
+    if is_symbolic(work):  # sizes known at run time: OpenMP decides there
+        parallel += f" if(({work}) >= {PARALLEL_MIN_WORK})"
+    elif work < PARALLEL_MIN_WORK:
+        parallel = ""
+    sizes = "".join(f", const int64_t {s}" for s in symbols)
+
+    def c(v) -> str:  # a symbolic size in parentheses: it may be a sum
+        return f"({v})" if is_symbolic(v) else str(v)
+
     lines = [
-        f'extern "C" void {name}(const float* __restrict A, const float* __restrict B, float* __restrict C)',
+        f'extern "C" void {name}(const float* __restrict A, const float* __restrict B, float* __restrict C{sizes})',
         "{",
         f"    // C ({m} x {n}) = A ({m} x {k}) @ B ({k} x {n}), {batch} time(s), tiles of {mr} x {nr}",
         f"    {parallel}" if parallel else "",
-        f"    for (int64_t b = 0; b < {batch}; ++b)",
+        f"    for (int64_t b = 0; b < {c(batch)}; ++b)",
         f"        for (int64_t j0 = 0; j0 < {n}; j0 += {nr})",
-        f"            for (int64_t i0 = 0; i0 < {m}; i0 += {mr})",
-        f"                mc_mm_block<{mr}, {nr}>(A + b * {m * k}, B + b * {k * n}, C + b * {m * n}, i0, j0, {m}, {k}, {n});",
+        f"            for (int64_t i0 = 0; i0 < {c(m)}; i0 += {mr})",
+        f"                mc_mm_block<{mr}, {nr}>(A + b * {c(m * k)}, B + b * {k * n}, C + b * {c(m * n)}, "
+        f"i0, j0, {c(m)}, {k}, {n});",
         "}",
-        f'extern "C" void {name}_obj(void* a, void* b, void* c) {{ {name}('
-        + ", ".join(f"*(float**)((char*){p} + {ARRAY_DATA_OFFSET})" for p in "abc") + "); }",
+        f'extern "C" void {name}_obj(void* a, void* b, void* c{"".join(f", int64_t {s}" for s in symbols)}) {{ {name}('
+        + ", ".join([f"*(float**)((char*){p} + {ARRAY_DATA_OFFSET})" for p in "abc"] + list(symbols)) + "); }",
     ]
     return "\n".join(line for line in lines if line)
