@@ -206,6 +206,24 @@ def test_small_matmuls_over_a_symbolic_row_count_are_generated_kernels():
     assert "const int64_t s0)" in dynamic.kernel_source
 
 
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=st.integers(0, 2), after=st.integers(0, 2), window=st.integers(1, 3), stride=st.integers(1, 2),
+       batches=st.lists(st.integers(2, 9), min_size=3, max_size=5))  # a batch of 1 stays specialized
+def test_random_windows_over_a_symbolic_batch_equal_numpy(before, after, window, stride, batches):
+    w = rand(3, window)
+
+    def f(x):
+        padded = np.pad(x, ((0, 0), (before, after), (0, 0)))
+        windows = np.lib.stride_tricks.sliding_window_view(padded, window, axis=1)[:, ::stride]
+        return (windows * w).sum(axis=-1) * 2.0
+
+    compiled = mc.compile(f, backend="cpp")
+    for n in batches:
+        x = rand(n, 6, 3)
+        assert_close(compiled(x), f(x))
+    assert len(compiled.cache) <= 2
+
+
 def test_padded_convolution_over_symbolic_rows_specializes_per_shape():
     # A padded axis of symbolic size reads at x1 - 1 times a symbolic stride: one compile per shape.
     w = rand(4, 3, 3)
