@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from minicompile import ir
 from minicompile.inductor import compile_graph
@@ -104,6 +105,26 @@ def test_broadcast_to_is_a_stride_zero_read_not_a_copy():
     assert len(compiled.kernels) == 1 and "broadcast_to" in compiled.kernels[0]
     _, view = compiled(arr, rand(4, 3, 5))
     assert np.shares_memory(view, arr) and not view.flags.writeable  # as np.broadcast_to
+
+
+@pytest.mark.parametrize("key", [
+    (Ellipsis, slice(0, 2)), (Ellipsis, 1), (1, Ellipsis, slice(None, None, 2)),
+    (Ellipsis,), (slice(1, 3), Ellipsis, slice(3, 0, -1)),
+])
+def test_an_ellipsis_key_is_a_view_fused_into_its_consumer(key):
+    g, (x,) = graph_with((3, 4, 5))
+    g.output([g.call("multiply", g.call("getitem", x, key), 2.0)])
+    compiled = check(g, [rand(3, 4, 5)])
+    assert len(compiled.kernels) == 1 and "getitem" in compiled.kernels[0]
+    assert "_op_getitem" not in compiled.wrapper_source  # read in place, not copied
+
+
+def test_an_ellipsis_key_of_integers_only_is_a_0d_array():
+    g, (x,) = graph_with((3, 4, 5))
+    g.output([g.call("getitem", x, (0, 1, Ellipsis, 2))])
+    arr = rand(3, 4, 5)
+    (out,) = check(g, [arr])(arr)
+    assert isinstance(out, np.ndarray) and out.shape == () and out == arr[0, 1, 2]  # as NumPy: not a scalar
 
 
 def test_view_outputs_are_numpy_views_and_inputs_are_returned_as_is():
