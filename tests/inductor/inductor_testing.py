@@ -72,3 +72,20 @@ def check(graph: ir.Graph, inputs: list):
     expected, actual, compiled = run_both(graph, inputs)
     assert_same(expected, actual, str(compiled), graph)
     return compiled
+
+
+DYNAMIC_TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
+
+
+def assert_close(actual, expected):
+    """Same Python type, dtype and shape, and values within DYNAMIC_TOLERANCE
+    (exact for other dtypes); tuples compared member by member."""
+    if isinstance(expected, tuple):
+        assert isinstance(actual, tuple) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e)
+        return
+    assert type(actual) is type(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    tol = DYNAMIC_TOLERANCE.get(expected.dtype, 0)
+    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)

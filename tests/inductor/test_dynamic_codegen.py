@@ -16,25 +16,14 @@ from hypothesis import strategies as st
 import minicompile as mc
 from minicompile.inductor.compile_fx import CompiledGraph
 from minicompile.inductor.dynamic import PerShapeCompiled
+from inductor_testing import assert_close  # noqa: E402
 
 RNG = np.random.default_rng(11)
-TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
-
-def assert_close(actual, expected):
-    if isinstance(expected, tuple):
-        assert isinstance(actual, tuple) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_close(a, e)
-        return
-    assert type(actual) is type(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    tol = TOL.get(expected.dtype, 0)
-    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
 
 
 def pointwise(x, w):

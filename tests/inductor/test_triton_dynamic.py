@@ -23,27 +23,16 @@ from minicompile.inductor import triton_runtime, triton_versions, triton_wrapper
 from minicompile.inductor.codegen.triton import TritonKernel  # noqa: E402
 from minicompile.inductor.dynamic import PerShapeCompiled  # noqa: E402
 from minicompile.ir.symbolic import ShapeEnv  # noqa: E402
+from inductor_testing import assert_close  # noqa: E402
 
 SETTINGS = settings(max_examples=int(os.environ.get("MINICOMPILE_TEST_EXAMPLES", 10)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 RNG = np.random.default_rng(5)
-TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
 
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
-
-def assert_close(actual, expected):
-    if isinstance(expected, tuple):
-        assert isinstance(actual, tuple) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_close(a, e)
-        return
-    assert type(actual) is type(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    tol = TOL.get(expected.dtype, 0)
-    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
 
 
 @pytest.fixture
