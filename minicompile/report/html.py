@@ -269,48 +269,50 @@ class _Page:
                              + "</div></div>")
         return "".join(parts) or None
 
-    def schedule(self) -> str:
-        parts = []
+    def _titled_compiled_graphs(self):
+        """``(frame index, entry index, label, title, compiled graph)`` for every
+        compiled graph of every cache entry."""
         for fi, f in enumerate(self.g.frames):
             for ei, e in enumerate(f.entries):
                 for label, cg in compiled_graphs(e.compiled):
-                    title = f"{f.name}, cache entry {ei}" + (f", {label}" if label else "")
-                    groups = kernel_groups(cg)
-                    parts.append(f"<h3>{_e(title)}</h3>" + _pre(str(cg.schedule)))
-                    if getattr(cg, "fallback_reason", None):
-                        parts.append(f'<p class="missing">Runs through NumPy: {_e(cg.fallback_reason)}</p>')
-                    parts.append(_picture(drawing.to_dot(cg.graph, f"fused schedule: {title}", groups)))
+                    yield fi, ei, label, f"{f.name}, cache entry {ei}" + (f", {label}" if label else ""), cg
+
+    def schedule(self) -> str:
+        parts = []
+        for _, _, _, title, cg in self._titled_compiled_graphs():
+            groups = kernel_groups(cg)
+            parts.append(f"<h3>{_e(title)}</h3>" + _pre(str(cg.schedule)))
+            if getattr(cg, "fallback_reason", None):
+                parts.append(f'<p class="missing">Runs through NumPy: {_e(cg.fallback_reason)}</p>')
+            parts.append(_picture(drawing.to_dot(cg.graph, f"fused schedule: {title}", groups)))
         return "".join(parts) or "<p><i>No inductor schedule (eager backend, or nothing to compute).</i></p>"
 
     def kernels(self) -> str:
         parts = []
-        for fi, f in enumerate(self.g.frames):
-            for ei, e in enumerate(f.entries):
-                for label, cg in compiled_graphs(e.compiled):
-                    title = f"{f.name}, cache entry {ei}" + (f", {label}" if label else "")
-                    groups = kernel_groups(cg)
-                    names = list(getattr(cg, "kernels", []))
-                    names += [k for k in dict.fromkeys(groups.values()) if k not in names]
-                    nodes = {n.name: n for n in cg.graph.nodes}
-                    for kernel in names:
-                        anchor = _kernel_anchor(fi, ei, label, kernel)
-                        lines = self.lines_of_kernel.get(anchor, [])
-                        links = ", ".join(f'<a href="#src-{n}">line {n}</a>' for n in sorted(lines)) or "no source line"
-                        ops = [f"{n} = np.{nodes[n].op.name}" for n, k in groups.items() if k == kernel
-                               and n in nodes and nodes[n].op is not None]
-                        parts.append(f'<h3 id="{anchor}">{_e(kernel)} <small>({_e(title)})</small></h3>'
-                                     f"<p>from {links}; computes {_e('; '.join(ops)) or '-'}</p>")
-                        excerpt = kernel_excerpt(getattr(cg, "kernel_source", None) or "", kernel)
-                        if excerpt:
-                            parts.append(_pre(excerpt))
-                    kernel_source = getattr(cg, "kernel_source", None)
-                    if kernel_source is None and hasattr(cg, "program"):
-                        kernel_source = str(cg.program)
-                    parts.append(f"<details><summary>{_e(title)}: the whole generated source "
-                                 f"(helpers and entry points included)</summary>" + _pre(kernel_source or "") + "</details>")
-                    if getattr(cg, "wrapper_source", None):
-                        parts.append(f"<details open><summary>{_e(title)}: wrapper (Python)</summary>"
-                                     + _pre(cg.wrapper_source) + "</details>")
+        for fi, ei, label, title, cg in self._titled_compiled_graphs():
+            groups = kernel_groups(cg)
+            names = list(getattr(cg, "kernels", []))
+            names += [k for k in dict.fromkeys(groups.values()) if k not in names]
+            nodes = {n.name: n for n in cg.graph.nodes}
+            for kernel in names:
+                anchor = _kernel_anchor(fi, ei, label, kernel)
+                lines = self.lines_of_kernel.get(anchor, [])
+                links = ", ".join(f'<a href="#src-{n}">line {n}</a>' for n in sorted(lines)) or "no source line"
+                ops = [f"{n} = np.{nodes[n].op.name}" for n, k in groups.items() if k == kernel
+                       and n in nodes and nodes[n].op is not None]
+                parts.append(f'<h3 id="{anchor}">{_e(kernel)} <small>({_e(title)})</small></h3>'
+                             f"<p>from {links}; computes {_e('; '.join(ops)) or '-'}</p>")
+                excerpt = kernel_excerpt(getattr(cg, "kernel_source", None) or "", kernel)
+                if excerpt:
+                    parts.append(_pre(excerpt))
+            kernel_source = getattr(cg, "kernel_source", None)
+            if kernel_source is None and hasattr(cg, "program"):
+                kernel_source = str(cg.program)
+            parts.append(f"<details><summary>{_e(title)}: the whole generated source "
+                         f"(helpers and entry points included)</summary>" + _pre(kernel_source or "") + "</details>")
+            if getattr(cg, "wrapper_source", None):
+                parts.append(f"<details open><summary>{_e(title)}: wrapper (Python)</summary>"
+                             + _pre(cg.wrapper_source) + "</details>")
         return "".join(parts) or "<p><i>No generated code (eager backend, or nothing to compute).</i></p>"
 
     def timings(self) -> str:
