@@ -10,6 +10,7 @@ function runs eagerly, with one warning.
 from __future__ import annotations
 
 import functools
+import time
 import types
 import warnings
 import weakref
@@ -39,6 +40,10 @@ class OptimizedFunction:
         self._bind = make_binder(fn)
         self._warned_limit = False
         self.dynamic = DynamicPolicy(dynamic)
+        # Seconds spent on misses before the compiled code runs: capture, guards
+        # and the backend (like torch._dynamo.utils.compile_times).  The run
+        # that follows a miss is not compile time, however long the workload.
+        self.compile_seconds = 0.0
         functools.update_wrapper(self, fn)
         _ALL.add(self)
 
@@ -84,9 +89,11 @@ class OptimizedFunction:
         if self.cache:
             logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
             self._mark_dynamic(L, G)
+        start = time.perf_counter()
         entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
                               is_resume=self.fn.__code__.co_name.startswith("__resume_at_"),
                               dynamic=self.dynamic)
+        self.compile_seconds += time.perf_counter() - start
         self.cache.append(entry)
         return entry.run(L, G, args, kwargs)
 
@@ -119,6 +126,7 @@ class OptimizedFunction:
 
     def reset(self) -> None:
         self.cache.clear()
+        self.compile_seconds = 0.0
         self._warned_limit = False
         self.dynamic = DynamicPolicy(self.dynamic.mode)
 

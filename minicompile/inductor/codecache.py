@@ -76,7 +76,11 @@ def compiler_version(cxx: str) -> str:
 
 @lru_cache(maxsize=None)
 def _host() -> str:
-    """What -march=native depends on: the machine and its CPU features."""
+    """What -march=native depends on: the machine and its CPU features.
+
+    Where /proc/cpuinfo names them, ``platform.processor()`` adds nothing but
+    a ``uname -p`` subprocess on every process's first cache lookup; it is
+    asked only where there is no cpuinfo."""
     features = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -86,7 +90,7 @@ def _host() -> str:
                     break
     except OSError:
         pass
-    return f"{platform.machine()} {platform.processor()} {features}"
+    return f"{platform.machine()} {features or platform.processor()}"
 
 
 def compile_flags() -> list[str]:
