@@ -17,22 +17,22 @@ import minicompile as mc
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
-def init_params(sizes=(32, 64, 64, 4), seed: int = 0) -> list[np.ndarray]:
+def init_params(sizes=(32, 64, 64, 4), seed: int = 0, dtype=np.float64) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     params = []
     for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        params.append(rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in))
-        params.append(np.zeros(fan_out))
+        params.append((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(dtype))
+        params.append(np.zeros(fan_out, dtype))
     return params
 
 
-def synthetic_data(n: int = 256, features: int = 32, classes: int = 4, seed: int = 1):
+def synthetic_data(n: int = 256, features: int = 32, classes: int = 4, seed: int = 1, dtype=np.float64):
     """Points around one random center per class; labels one-hot."""
     rng = np.random.default_rng(seed)
     centers = rng.standard_normal((classes, features)) * 2.0
     labels = rng.integers(0, classes, n)
     x = centers[labels] + rng.standard_normal((n, features))
-    return x, np.eye(classes)[labels]
+    return x.astype(dtype), np.eye(classes, dtype=dtype)[labels]
 
 
 def loss_fn(w1, b1, w2, b2, w3, b3, x, y):
@@ -64,9 +64,12 @@ def adam(param, grad, m, v, correction1, correction2, lr=1e-2, eps=1e-8):
     return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
-def train(steps: int = 50, compiled: bool = False, backend: str = "auto") -> list[float]:
-    params = init_params()
-    x, y = synthetic_data()
+def train(steps: int = 50, compiled: bool = False, backend: str = "auto", dtype=np.float64) -> list[float]:
+    """Adam on the synthetic data; the loss before each step.  ``dtype`` is
+    that of the weights, the data and Adam's moments (NumPy keeps it: Python
+    float constants do not promote float32 arrays, NEP 50)."""
+    params = init_params(dtype=dtype)
+    x, y = synthetic_data(dtype=dtype)
     moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
     loss = mc.compile(loss_fn, backend=backend) if compiled else loss_fn
     update: Callable = mc.compile(adam, backend=backend) if compiled else adam
@@ -76,7 +79,7 @@ def train(steps: int = 50, compiled: bool = False, backend: str = "auto") -> lis
         value = loss(*tensors, x, y)
         value.backward()
         curve.append(float(value.data))
-        c1, c2 = np.asarray(1.0 - BETA1 ** step), np.asarray(1.0 - BETA2 ** step)
+        c1, c2 = np.asarray(1.0 - BETA1 ** step, dtype), np.asarray(1.0 - BETA2 ** step, dtype)
         new = [update(p, t.grad, m, v, c1, c2) for p, t, (m, v) in zip(params, tensors, moments)]
         params = [n[0] for n in new]
         moments = [(n[1], n[2]) for n in new]
