@@ -590,14 +590,19 @@ class Pointwise:
         return f"{kind} {self.name}: {_ranges('x', self.ranges)} -> {short_name(self.dtype)}\n  {self.body}"
 
 
-REDUCTION_TYPES = ("sum", "prod", "mean", "max", "min")
+# argmax/argmin carry a pair per row, the extreme value and its position;
+# their result is the position (see :meth:`Reduction.position`).
+ARG_REDUCTION_TYPES = ("argmax", "argmin")
+REDUCTION_TYPES = ("sum", "prod", "mean", "max", "min") + ARG_REDUCTION_TYPES
 
 
 @dataclass(frozen=True)
 class Reduction:
     """``out[x...] = reduce(body for r...)``.  ``ranges`` is the output shape
     (keepdims-aware); ``reduction_ranges`` the reduced axes, in order.  The body
-    is already cast to the element dtype; it accumulates in ``acc_dtype``."""
+    is already cast to the element dtype; it accumulates in ``acc_dtype``.
+    An argmax/argmin accumulates the extreme value in ``acc_dtype`` together
+    with its :meth:`position`, and ``dtype`` (intp) is that position's."""
 
     name: str
     ranges: tuple[int, ...]
@@ -610,6 +615,16 @@ class Reduction:
     @property
     def vars(self) -> tuple[Var, ...]:
         return loop_vars("x", self.ranges)
+
+    @property
+    def is_arg(self) -> bool:
+        return self.reduction_type in ARG_REDUCTION_TYPES
+
+    def position(self) -> Expr:
+        """Where the element ``r...`` lies in its row, counted row-major over
+        ``reduction_ranges``: NumPy's argmax index along the axis, or into the
+        flattened array for ``axis=None`` (all axes reduced, in order)."""
+        return linearize(loop_index("r", self.reduction_ranges), contiguous_strides(self.reduction_ranges))
 
     def __str__(self) -> str:
         return (

@@ -115,13 +115,14 @@ ACC_DTYPES: dict[tuple[str, np.dtype], np.dtype] = {
     ("mean", _F16): _F64, ("mean", _F32): _F64,
     ("prod", _F16): _F32,
     ("max", _F16): _F32, ("min", _F16): _F32,
+    ("argmax", _F16): _F32, ("argmin", _F16): _F32,
 }
 
 
 def _element_dtype(node: ir.Node) -> np.dtype:
     """The dtype each element is cast to before it is accumulated (as NumPy does)."""
     rtype, src = node.op.name, node.arg("a").dtype
-    if rtype in ("max", "min"):
+    if rtype in ("max", "min", *L.ARG_REDUCTION_TYPES):
         return src
     if rtype == "mean":
         requested = node.arg("dtype")
@@ -133,9 +134,21 @@ def _element_dtype(node: ir.Node) -> np.dtype:
     return node.dtype  # sum/prod: the result dtype, e.g. int32 -> int64
 
 
+def reduced_axes(node: ir.Node) -> tuple[int, ...]:
+    """The axes a reduction folds, in order.  argmax/argmin keep NumPy's single
+    ``axis`` (or None: every axis, the index counting through the flattened array)."""
+    axis = node.arg("axis")
+    if axis is None:
+        return tuple(range(len(node.arg("a").shape)))
+    return axis if isinstance(axis, tuple) else (axis,)
+
+
 def lower_reduction(node: ir.Node) -> L.Reduction:
+    """sum/prod/mean/max/min, and argmax/argmin: a Reduction over the reduced
+    axes; for argmax/argmin the row is those axes in row-major order, so the
+    position of an element in the row is NumPy's index (:meth:`L.Reduction.position`)."""
     a = node.arg("a")
-    axes, keepdims = node.arg("axis"), node.arg("keepdims")
+    axes, keepdims = reduced_axes(node), node.arg("keepdims")
     out_index = L.loop_index("x", node.shape)
     red_ranges = tuple(a.shape[i] for i in axes)
     red_index = L.loop_index("r", red_ranges)

@@ -59,7 +59,7 @@ from .. import ir, logs
 from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
 from .conv_lowering import map_loads_guarded
-from .lowering import TRANSCENDENTAL, lower
+from .lowering import TRANSCENDENTAL, lower, reduced_axes
 
 # An expensive expression read by several row passes is recomputed in each while
 # it is this short (softmax's exp(x - max)); a longer one (a whole GELU before a
@@ -232,7 +232,7 @@ def _iteration_numel(node: L.Node) -> int:
 
 def _row_space(node: ir.Node, low: L.Reduction) -> tuple[tuple[int, ...], tuple[L.Expr, ...]]:
     """The shape a reduction reads and its index over the reduction's x and r loops."""
-    a, axes, keepdims = node.arg("a"), node.arg("axis"), node.arg("keepdims")
+    a, axes, keepdims = node.arg("a"), reduced_axes(node), node.arg("keepdims")
     out_index = iter(L.loop_index("x", low.ranges))
     red_index = L.loop_index("r", low.reduction_ranges)
     index = []

@@ -70,7 +70,7 @@ def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Sche
     for node in graph.calls:
         low = s.lowered[node.name]
         if isinstance(low, (L.Pointwise, L.Reduction)):
-            why = tg.unsupported(low.body)
+            why = tg.unsupported_node(low)
             if why is not None:
                 s.lowered[node.name] = lower_extern(node, f"fallback: {why}")
     return s.run()

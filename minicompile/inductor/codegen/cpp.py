@@ -27,6 +27,9 @@ NumPy's semantics are kept exactly:
   by zero give 0 and ``INT_MIN // -1`` wraps instead of trapping;
 * float floor_divide/remainder follow NumPy's ``npy_divmod``;
 * maximum/minimum and max/min reductions propagate NaN;
+* argmax/argmin keep a (value, position) pair per row and return the position
+  of the first NaN, else of the first extreme value; a row split across
+  threads combines its partials by position, so ties still pick the lowest;
 * float16 is stored as ``_Float16`` and each op computes in float and rounds
   back, as NumPy's half loops do;
 * no fast-math, no FP contraction (``-ffp-contract=off``).
@@ -144,6 +147,11 @@ REDUCTION_INIT: dict[tuple[str, str], str] = {
     ("max", "i"): "std::numeric_limits<{t}>::lowest()", ("max", "u"): "0",
     ("min", "i"): "std::numeric_limits<{t}>::max()", ("min", "u"): "std::numeric_limits<{t}>::max()",
 }
+# argmax/argmin start from max/min's identity at position INT64_MAX: any element
+# beats it (an equal value by its lower position), so each row needs no first-element
+# special case and an empty per-thread partial never wins.
+REDUCTION_INIT.update({(f"arg{rtype}", k): init for (rtype, k), init in list(REDUCTION_INIT.items())
+                       if rtype in ("max", "min")})
 REDUCTION_COMBINE: dict[str, str] = {
     "sum": "{acc} + {v}",
     "mean": "{acc} + {v}",
@@ -155,7 +163,11 @@ REDUCTION_COMBINE: dict[str, str] = {
 # a full reduction splits across threads.  For float max/min, OpenMP's max
 # ignores NaN; NumPy's result is NaN if any element is, so a second
 # accumulator ORs "saw a NaN" and wins at the end.
-OMP_REDUCTION_OP = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min"}
+# argmax/argmin are user-declared OpenMP reductions over value-position pairs
+# (the prelude's mc_argmax/mc_argmin); their loops are not ``simd``: the update
+# is a compare-and-branch per element.
+OMP_REDUCTION_OP = {"sum": "+", "mean": "+", "prod": "*", "max": "max", "min": "min",
+                    "argmax": "mc_argmax", "argmin": "mc_argmin"}
 
 
 def ctype(dtype: np.dtype) -> str:
@@ -344,6 +356,8 @@ class _KernelWriter(LineWriter):
                 if red.reduction_type == "mean":
                     count = math.prod(red.reduction_ranges)
                     final = f"{acc} / (double)({count})"
+                if red.is_arg:
+                    final = f"{acc}.i"
                 self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
             for store in k.pointwise:
                 if store.stage == stage:
@@ -483,9 +497,8 @@ class _KernelWriter(LineWriter):
         accs = [(self.tmp("acc"), s) for s in k.reductions]
         for acc, store in accs:
             red = store.reduction
-            init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
             self.line(f"{self._acc_ctype(store)} {acc}[{block}];")
-            self.line(f"for (int64_t i = 0; i < {block}; ++i) {acc}[i] = {init};")
+            self.line(f"for (int64_t i = 0; i < {block}; ++i) {acc}[i] = {self._acc_init(store)};")
             if self._tracks_nan(red):
                 self.line(f"int {acc}_nan[{block}] = {{0}};")
         self.open_loops(red_vars, {})
@@ -497,6 +510,9 @@ class _KernelWriter(LineWriter):
         self.line(f"const int64_t {x.name} = {x.name}_b + i;")
         for acc, store in accs:
             red = store.reduction
+            if red.is_arg:
+                self._arg_step(f"{acc}[i]", red, store.body)
+                continue
             step = self.tmp("v")
             t = self._acc_ctype(store)
             self.line(f"{t} {step} = ({t})({self.compute(store.body)});")
@@ -520,6 +536,8 @@ class _KernelWriter(LineWriter):
                 final = f"{acc}_nan[i] ? ({ctype(red.acc_dtype)})NAN : {acc}[i]"
             if red.reduction_type == "mean":
                 final = f"{acc}[i] / (double)({math.prod(red.reduction_ranges)})"
+            if red.is_arg:
+                final = f"{acc}[i].i"
             self._store(store.buffer, identity, f"({ctype(red.dtype)})({final})", red.dtype)
         for store in k.pointwise:  # epilogues (a bias, a clip) at each output
             self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
@@ -542,9 +560,23 @@ class _KernelWriter(LineWriter):
         sum, and twice the vector width of float64."""
         red = store.reduction
         count = math.prod(red.reduction_ranges)
+        if red.is_arg:
+            return f"mc_arg<{ctype(red.acc_dtype)}>"
         if self._sums_in_chunks(red, store.body) and not is_symbolic(count) and count <= SUM_CHUNK:
             return "float"
         return ctype(red.acc_dtype)
+
+    def _acc_init(self, store: Store) -> str:
+        red = store.reduction
+        init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
+        return f"{self._acc_ctype(store)}{{{init}, INT64_MAX}}" if red.is_arg else init
+
+    def _arg_step(self, target: str, red: L.Reduction, body: L.Value) -> None:
+        """One element of an argmax/argmin: its value and its position in the row."""
+        t = ctype(red.acc_dtype)
+        step = self.tmp("v")
+        self.line(f"{t} {step} = ({t})({self.compute(body)});")
+        self.line(f"mc_{red.reduction_type}_step({target}, {step}, (int64_t)({render_index(red.position())}));")
 
     @staticmethod
     def _tracks_nan(red: L.Reduction) -> bool:
@@ -553,8 +585,7 @@ class _KernelWriter(LineWriter):
     def _declare_accumulators(self, accs: list[tuple[str, object]]) -> None:
         for acc, store in accs:
             red = store.reduction
-            init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
-            self.line(f"{self._acc_ctype(store)} {acc} = {init};")
+            self.line(f"{self._acc_ctype(store)} {acc} = {self._acc_init(store)};")
             if self._tracks_nan(red):
                 self.line(f"int {acc}_nan = 0;")
 
@@ -567,7 +598,8 @@ class _KernelWriter(LineWriter):
         # adds each chunk's sum to the float64 accumulator.
         inner = red_vars[-1] if red_vars else None
         chunked = {acc for acc, store in accs if self._sums_in_chunks(store.reduction, store.body)}
-        if inner is None or is_symbolic(inner.size) or inner.size <= SUM_CHUNK:
+        scalar = any(store.reduction.is_arg for _, store in accs)  # no simd (see OMP_REDUCTION_OP)
+        if inner is None or is_symbolic(inner.size) or inner.size <= SUM_CHUNK or scalar:
             chunked = set()
 
         def clauses(names: dict[str, str]) -> str:
@@ -581,9 +613,11 @@ class _KernelWriter(LineWriter):
         outer = clauses({})
         pragmas: dict[int, str] = {}
         if red_vars and not chunked:
-            pragmas[len(red_vars) - 1] = "#pragma omp simd" + outer
+            if not scalar:
+                pragmas[len(red_vars) - 1] = "#pragma omp simd" + outer
             if parallel:
-                pragmas[0] = self.parallel(outer) if len(red_vars) > 1 else self.parallel(" simd" + outer)
+                simd = len(red_vars) == 1 and not scalar
+                pragmas[0] = self.parallel(" simd" + outer if simd else outer)
         elif parallel and len(red_vars) > 1:
             pragmas[0] = self.parallel(outer)
         saved = dict(self.memo)
@@ -606,6 +640,9 @@ class _KernelWriter(LineWriter):
         self._enter_pass(pass_index)
         for acc, store in accs:
             red = store.reduction
+            if red.is_arg:
+                self._arg_step(acc, red, store.body)
+                continue
             t = "float" if acc in chunked else self._acc_ctype(store)
             target = f"{acc}_c" if acc in chunked else acc
             v = f"({t})({self.compute(store.body)})"

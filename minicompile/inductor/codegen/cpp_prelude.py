@@ -4,8 +4,9 @@ In:  nothing.
 Out: :data:`PRELUDE`, C++ source: NumPy's integer and float division and
      remainder semantics, integer power, NaN-propagating maximum/minimum, and
      vectorizable float32 exp/log/tanh with their stated error bounds (checked
-     in tests/inductor/test_fast_math.py).  :mod:`.cpp` names these functions
-     in its op table.
+     in tests/inductor/test_fast_math.py), and the value-and-position pair
+     of argmax/argmin with its OpenMP reductions.  :mod:`.cpp` names these
+     functions in its op table.
 """
 from __future__ import annotations
 
@@ -214,4 +215,41 @@ template <typename T> static inline T mc_maximum(T a, T b) { return (a > b || a 
 template <typename T> static inline T mc_minimum(T a, T b) { return (a < b || a != a) ? a : b; }
 template <typename T> static inline T mc_maximum_half(T a, T b) { return (a >= b || a != a) ? a : b; }
 template <typename T> static inline T mc_minimum_half(T a, T b) { return (a <= b || a != a) ? a : b; }
-"""
+
+// argmax/argmin: the extreme value of a row so far and its position.  NumPy
+// returns the first NaN if the row has one, else the first extreme value.
+// Whether (v, i) beats (a.v, a.i) is decided on the positions too, not on
+// the order the pairs arrive in: so the per-thread partials of one long row
+// combine to the lowest position whatever order OpenMP combines them in.
+template <typename T> struct mc_arg { T v; int64_t i; };
+template <typename T> static inline bool mc_argmax_beats(T v, int64_t i, const mc_arg<T>& a) {
+    const bool vn = v != v, an = a.v != a.v;  // constant false for integers
+    if (vn || an) return vn && (!an || i < a.i);
+    return v > a.v || (v == a.v && i < a.i);
+}
+template <typename T> static inline bool mc_argmin_beats(T v, int64_t i, const mc_arg<T>& a) {
+    const bool vn = v != v, an = a.v != a.v;
+    if (vn || an) return vn && (!an || i < a.i);
+    return v < a.v || (v == a.v && i < a.i);
+}
+template <typename T> static inline void mc_argmax_step(mc_arg<T>& a, T v, int64_t i) {
+    if (mc_argmax_beats(v, i, a)) { a.v = v; a.i = i; }
+}
+template <typename T> static inline void mc_argmin_step(mc_arg<T>& a, T v, int64_t i) {
+    if (mc_argmin_beats(v, i, a)) { a.v = v; a.i = i; }
+}
+template <typename T> static inline mc_arg<T> mc_argmax_pair(mc_arg<T> a, mc_arg<T> b) {
+    return mc_argmax_beats(b.v, b.i, a) ? b : a;
+}
+template <typename T> static inline mc_arg<T> mc_argmin_pair(mc_arg<T> a, mc_arg<T> b) {
+    return mc_argmin_beats(b.v, b.i, a) ? b : a;
+}
+""" + "".join(
+    # A private copy starts as the original, the identity (see cpp.py): combining
+    # a pair with itself changes nothing, so any starting pair would be right.
+    f"#pragma omp declare reduction(mc_{op} : mc_arg<{t}> : omp_out = mc_{op}_pair(omp_out, omp_in))"
+    f" initializer(omp_priv = omp_orig)\n"
+    for op in ("argmax", "argmin")
+    for t in ("bool", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+              "float", "double")
+)

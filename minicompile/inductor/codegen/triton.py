@@ -36,7 +36,8 @@ runtime sizes, and a row of symbolic length is reduced by the looped form
 backend: correctly rounded ``/`` and ``sqrt`` (``div_rn``/``sqrt_rn``),
 NaN-propagating maximum/minimum and max/min reductions, float16 computed in
 float32 and rounded after every op.  Ops with no exact Triton form here
-(:func:`unsupported`) are left to an Extern by the caller.
+(:func:`unsupported_node`: also argmax/argmin, see ``UNSUPPORTED_REDUCTIONS``)
+are left to an Extern by the caller.
 """
 from __future__ import annotations
 
@@ -213,6 +214,21 @@ def init_value(rtype: str, dtype: np.dtype) -> str:
         return REDUCTION_INIT[(rtype, dtype.kind)]
     info = np.iinfo(dtype)
     return str(info.min if rtype == "max" else info.max)
+
+
+# Reductions left to NumPy.  tl.argmax/tl.argmin combine pairs with ``>``/``<``
+# and ``==`` only: a NaN neither wins nor loses, so which index a row with a
+# NaN gets depends on the reduction tree, where NumPy returns the first NaN.
+UNSUPPORTED_REDUCTIONS: dict[str, str] = {
+    rtype: f"tl.{rtype} does not return the first NaN as np.{rtype} does" for rtype in L.ARG_REDUCTION_TYPES
+}
+
+
+def unsupported_node(node: L.Node) -> str | None:
+    """Why a lowered node cannot be generated exactly in Triton, or None if it can."""
+    if isinstance(node, L.Reduction) and node.reduction_type in UNSUPPORTED_REDUCTIONS:
+        return UNSUPPORTED_REDUCTIONS[node.reduction_type]
+    return unsupported(node.body)
 
 
 def unsupported(value: L.Value) -> str | None:
