@@ -24,6 +24,11 @@ cache_dir: Path = Path(
     os.environ.get("MINICOMPILE_CACHE_DIR", Path.home() / ".cache" / "minicompile")
 )
 
+# Where the C++ runtime library (code shared by every graph's kernels: the
+# generated GEMM) is kept.  Separate from cache_dir, so that an empty cache_dir
+# (a cold graph compile) still finds the runtime built once per machine.
+runtime_dir: Path = Path(os.environ.get("MINICOMPILE_RUNTIME_DIR", cache_dir / "runtime"))
+
 # The C compiler used by the cpp backend; found on PATH when not set.
 cxx: str | None = os.environ.get("CXX") or None
 
@@ -33,3 +38,8 @@ num_threads: int = _env_int("NUM_THREADS", 0)
 # Raise minicompile's own internal errors instead of falling back to eager
 # execution with a warning.  The test suite turns this on.
 strict: bool = bool(_env_int("STRICT", 0))
+
+# Run the pointwise kernel after a generated float32 matmul on each finished
+# tile of the product (its epilogue: a bias, an activation, a residual add)
+# instead of as a kernel of its own that reads the product back from memory.
+cpp_matmul_epilogues: bool = bool(_env_int("CPP_MATMUL_EPILOGUES", 1))

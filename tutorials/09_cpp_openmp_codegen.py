@@ -109,3 +109,37 @@ print(body[:900])
 assert "acc0[256]" in body
 yv = np.random.default_rng(1).standard_normal((4096, 512), dtype=np.float32)
 np.testing.assert_allclose(colsum(yv)[0], yv.sum(axis=0), rtol=1e-4, atol=1e-3)
+
+# %% [markdown]
+# ## A matmul and its epilogue: the generated GEMM
+#
+# A float32 matmul does not go to NumPy's BLAS: it calls the GEMM of
+# minicompile's C++ runtime (`codegen/cpp_matmul.py`: packed panels of `A`
+# and `B`, a 6 x 16 register tile, the loop nest of BLIS), compiled once per
+# machine into a library of its own and handed to each graph's library as a
+# function pointer.  Running in the same OpenMP pool as the other kernels, it
+# never fights a BLAS thread pool for the cores.  The pointwise kernel after
+# it — here the bias and the GELU — becomes its *epilogue*: a `_tile`
+# function the GEMM calls on each finished 6 x 16 tile while the tile is
+# still in L1, so the product is never read back from memory.  This is
+# Inductor's CPU GEMM template with epilogue fusion (`cpp_gemm_template.py`),
+# and the Triton template of tutorial 10.
+
+# %%
+m = ir.Graph()
+xm = m.placeholder("x", TensorMeta((512, 256), F32))
+wm = m.placeholder("w", TensorMeta((256, 768), F32))
+bm = m.placeholder("b", TensorMeta((768,), F32))
+pre = m.call("add", m.call("matmul", xm, wm), bm)
+m.output([m.call("multiply", m.call("multiply", pre, 0.5), m.call("add", m.call("tanh", pre), 1.0))])
+rng = np.random.default_rng(2)
+inputs = [rng.standard_normal(s, dtype=np.float32) for s in ((512, 256), (256, 768), (768,))]
+mlp_layer = compile_graph(m, inputs)
+source = mlp_layer.kernel_source
+print(source[source.index("static inline void kernel_0"):])
+print(mlp_layer.wrapper_source)
+print(mlp_layer.schedule.splitlines()[-1])
+assert mlp_layer.kernels == ["kernel_0_add_multiply_tanh_add_multiply"] and "_op_matmul" not in mlp_layer.wrapper_source
+xv, wv, bv = inputs
+pre_v = xv @ wv + bv
+np.testing.assert_allclose(mlp_layer(*inputs)[0], pre_v * 0.5 * (np.tanh(pre_v) + 1.0), rtol=1e-4, atol=1e-4)

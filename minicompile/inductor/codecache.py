@@ -172,14 +172,15 @@ def _openmp_env() -> None:
             os.environ.setdefault(name, value)
 
 
-def load(source: str) -> tuple[ctypes.CDLL, Path, list[str]]:
+def load(source: str, cache_dir: Path | None = None) -> tuple[ctypes.CDLL, Path, list[str]]:
     """Compile (or find in the cache) and load ``source``; returns the library,
-    its path and the compile flags.  Raises CompilerNotFound or CompileError."""
+    its path and the compile flags.  Raises CompilerNotFound or CompileError.
+    ``cache_dir`` overrides ``config.cache_dir`` (the C++ runtime has its own)."""
     _openmp_env()
     cxx = find_compiler()
     flags = compile_flags()
     key = cache_key(source, cxx, flags)
-    cache_dir = Path(config.cache_dir)
+    cache_dir = Path(cache_dir if cache_dir is not None else config.cache_dir)
     lib_path = cache_dir / f"{key}.so"
     sum_path = cache_dir / f"{key}.sha256"
     with _lock:

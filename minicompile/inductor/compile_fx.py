@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import ir, logs
 from ..ir import passes, symbolic
-from . import codecache, decompositions, dynamic, memory, scheduler, wrapper
+from . import codecache, cpp_runtime, decompositions, dynamic, memory, scheduler, wrapper
 from .codegen import cpp
 
 
@@ -122,23 +122,31 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
+    schedule_text = "\n".join([str(sched)] + cpp.describe_matmuls(sched, kernel_args))
+    if schedule_text != str(sched):
+        logs.log("schedule", lambda: "\n".join(cpp.describe_matmuls(sched, kernel_args)))
     plan = memory.plan(sched, kernel_args)
     wrapper_source = wrapper.generate(sched, kernel_args, plan)
     lib, flags = None, []
     if kernel_args:  # loop kernels, or matmuls generated as kernels
         try:
             lib, _, flags = codecache.load(source)
+            cpp_runtime.bind(lib)  # the GEMM of matmuls generated as C++
         except codecache.CompilerNotFound as why:
-            return _fallback(graph, str(why), str(sched))
+            return _fallback(graph, str(why), schedule_text)
         except codecache.CompileError as why:
             if sizes_as_args:
                 raise symbolic.SymbolicUnsupported(f"the C++ compiler refused it: {_first_lines(str(why), 3)}")
-            return _fallback(graph, _first_lines(str(why)), str(sched))
+            return _fallback(graph, _first_lines(str(why)), schedule_text)
     logs.log("output_code", lambda: f"# compile: {' '.join(flags)}\n{source}\n# wrapper\n{wrapper_source}")
     call = wrapper.build(wrapper_source, sched, kernel_args, lib)
     kernel_source = source if kernel_args else ""
     compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
-                             str(sched), peak_intermediate_bytes=plan.peak_intermediate_bytes)
+                             schedule_text, peak_intermediate_bytes=plan.peak_intermediate_bytes)
     compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}
-    compiled.extern_kernels = [name for name in kernel_args if name not in compiled.kernel_origins]
+    for kernel, ext in cpp.matmul_epilogues(sched).items():  # the kernel computes the product too
+        compiled.kernel_origins[kernel] = [ext.name] + compiled.kernel_origins[kernel]
+    # Matmuls generated as C++ with an entry of their own (one run inside its epilogue has none).
+    compiled.extern_kernels = [name for name, args in kernel_args.items()
+                               if name not in compiled.kernel_origins and args]
     return compiled

@@ -184,9 +184,16 @@ class _WrapperWriter:
 
 
     def _generated_extern(self, ext: L.Extern, kernel: str) -> None:
-        """An extern the C++ backend generated (a small matmul): its operands
-        as C-contiguous arrays (a no-op for the buffers the wrapper made), its
-        result allocated here."""
+        """An extern the C++ backend generated (a float32 matmul): its result
+        allocated here, then its operands as C-contiguous arrays (a no-op for
+        the buffers the wrapper made) — unless the kernel of its epilogue
+        computes it, later."""
+        out = self.names.new(f"buf_{ext.name}")
+        self.var[ext.name] = out
+        self.emit(f"{out} = _empty({ext.shape!r}, {_dtype_global(ext.dtype)})")
+        if not self.kernel_args[kernel]:
+            self.emit(f"# {ext.name} is computed by the kernel that runs its epilogue")
+            return
         operands = []
         for name in self.kernel_args[kernel][:-1]:
             local = self.array(name)
@@ -194,9 +201,6 @@ class _WrapperWriter:
             if buf is None or buf.strides != L.contiguous_strides(buf.shape):
                 local = f"_np.ascontiguousarray({local})"
             operands.append(local)
-        out = self.names.new(f"buf_{ext.name}")
-        self.var[ext.name] = out
-        self.emit(f"{out} = _empty({ext.shape!r}, {_dtype_global(ext.dtype)})")
         suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
         args = [f"{a}{suffix}" for a in operands + [out]] + list(self.symbols)
         self.emit(f"{kernel}({', '.join(args)})  # generated, not BLAS")
@@ -226,7 +230,7 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         namespace[kernel.name] = fn
     for ext in schedule.steps:
         name = cpp_matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
-        if name in kernel_args:
+        if kernel_args.get(name):  # an empty list: the matmul runs inside its epilogue's kernel
             fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
             fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3 \
                 + [ctypes.c_int64] * len(symbols)

@@ -1,13 +1,16 @@
-"""Small float32 matmuls generated as C++ kernels (codegen/cpp_matmul.py) instead of BLAS calls."""
+"""Float32 matmuls generated as C++ (codegen/cpp_matmul.py: a packed GEMM in the C++
+runtime library) instead of BLAS calls, with the pointwise kernel after them as their epilogue."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minicompile import ir
+from minicompile import config, ir
 from minicompile.inductor.codegen import cpp_matmul
 from minicompile.ir import TensorMeta
 
@@ -29,12 +32,36 @@ def matmul_graph(a_shape, b_shape, dtype=F32, epilogue=True):
     return g
 
 
-def test_small_float32_matmul_is_a_generated_kernel():
+def test_float32_matmul_runs_its_epilogue_on_each_tile():
     compiled = check(matmul_graph((70, 33), (33, 24)), [rand(70, 33), rand(33, 24, seed=1)])
-    assert 'void mm_matmul(' in compiled.kernel_source
+    # One entry computes the product and the maximum: the GEMM calls the
+    # kernel's tile function on each finished tile of the product.
+    assert "kernel_0_maximum_tile(" in compiled.kernel_source
+    assert "mc_gemm_f32(A, B, C, 1, 70, 24, 33" in compiled.kernel_source
+    assert "kernel_0_maximum(a, b, buf_matmul" in compiled.wrapper_source
+    assert "_op_matmul" not in compiled.wrapper_source and "mm_matmul(" not in compiled.wrapper_source
+    assert compiled.extern_kernels == [] and compiled.kernels == ["kernel_0_maximum"]
+    assert compiled.kernel_origins["kernel_0_maximum"][0] == "matmul"
+    assert "epilogue fusion" in compiled.schedule
+
+
+def test_matmul_without_epilogue_fusion_is_a_kernel_of_its_own(monkeypatch):
+    monkeypatch.setattr(config, "cpp_matmul_epilogues", False)
+    compiled = check(matmul_graph((70, 33), (33, 24)), [rand(70, 33), rand(33, 24, seed=1)])
+    assert "void mm_matmul(" in compiled.kernel_source
     assert "mm_matmul(a, b, buf_matmul)  # generated, not BLAS" in compiled.wrapper_source
-    assert "_op_matmul" not in compiled.wrapper_source
     assert compiled.extern_kernels == ["mm_matmul"] and compiled.kernels == ["kernel_0_maximum"]
+
+
+def test_epilogue_that_reads_the_product_elsewhere_is_not_fused():
+    # (a @ b) + (a @ b).T reads the product transposed: not at its own element.
+    g = ir.Graph()
+    a = g.placeholder("a", TensorMeta((20, 7), F32))
+    b = g.placeholder("b", TensorMeta((7, 20), F32))
+    h = g.call("matmul", a, b)
+    g.output([g.call("add", h, g.call("transpose", h, (1, 0)))])
+    compiled = check(g, [rand(20, 7), rand(7, 20, seed=1)])
+    assert "_tile(" not in compiled.kernel_source and "void mm_matmul(" in compiled.kernel_source
 
 
 def test_matmul_reading_views_and_kernel_outputs():
@@ -50,16 +77,28 @@ def test_matmul_reading_views_and_kernel_outputs():
     assert len(re.findall(r"void mm_matmul\w*\(const float", compiled.kernel_source)) == 2
 
 
-def test_big_integer_and_broadcast_matmuls_stay_with_blas():
-    big = matmul_graph((512, 1024), (1024, 1024), epilogue=False)
-    compiled = check(big, [rand(512, 1024), rand(1024, 1024, seed=1)])
-    assert "mm_matmul" not in compiled.kernel_source and "_op_matmul" in compiled.wrapper_source
+def test_integer_and_broadcast_matmuls_stay_with_blas():
     ints = matmul_graph((5, 6), (6, 7), dtype=np.dtype(np.int64), epilogue=False)
     compiled = check(ints, [np.arange(30).reshape(5, 6), np.arange(42).reshape(6, 7)])
     assert "_op_matmul" in compiled.wrapper_source
-    broadcast = matmul_graph((3, 5, 6), (6, 7), epilogue=False)
-    compiled = check(broadcast, [rand(3, 5, 6), rand(6, 7, seed=1)])
+    broadcast = matmul_graph((5, 6), (3, 6, 7), epilogue=False)  # one matrix times a stack
+    compiled = check(broadcast, [rand(5, 6), rand(3, 6, 7, seed=1)])
     assert "_op_matmul" in compiled.wrapper_source
+
+
+def test_a_stack_times_one_matrix_is_one_gemm_over_all_rows():
+    # A linear layer: (batch, seq, d) @ (d, n) is one (batch * seq) x d GEMM.
+    compiled = check(matmul_graph((3, 5, 6), (6, 7)), [rand(3, 5, 6), rand(6, 7, seed=1)])
+    assert "mc_gemm_f32(A, B, C, 1, 15, 7, 6" in compiled.kernel_source
+    assert "for (int64_t r = i0; r < i0 + mr; ++r)" in compiled.kernel_source
+
+
+def test_large_matmul_is_generated_across_slices_of_k_and_blocks_of_columns():
+    # K > 256 (several packed slices, the product accumulated in C) and
+    # N > 4096 (two blocks of packed B), with the epilogue after the last slice.
+    big = matmul_graph((13, 600), (600, 4100))
+    compiled = check(big, [rand(13, 600), rand(600, 4100, seed=1)])
+    assert "_tile(" in compiled.kernel_source and "_op_matmul" not in compiled.wrapper_source
 
 
 def test_stacked_matmuls_of_equal_batches_are_one_kernel():
@@ -70,14 +109,6 @@ def test_stacked_matmuls_of_equal_batches_are_one_kernel():
     g.output([g.call("matmul", q, g.call("transpose", k, (0, 1, 3, 2)))])
     compiled = check(g, [rand(2, 3, 20, 8), rand(2, 3, 20, 8, seed=1)])
     assert "6 time(s)" in compiled.kernel_source and "_op_matmul" not in compiled.wrapper_source
-
-
-def test_tile_shapes_cover_the_edges():
-    assert cpp_matmul.tile_shape(100, 32) == (6, 16)
-    assert cpp_matmul.tile_shape(100, 24) == (8, 8)
-    assert cpp_matmul.tile_shape(100, 20) == (6, 16)
-    assert cpp_matmul.tile_shape(1, 1000) == (1, 16)
-    assert cpp_matmul.tile_shape(3, 8) == (1, 8)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -95,4 +126,56 @@ def test_generated_matmul_matches_numpy(m, k, n, transposed_b, seed):
         b_value = rand(k, n, seed=seed + 1)
     g.output([g.call("add", g.call("matmul", a, b), 1.0)])
     compiled = check(g, [rand(m, k, seed=seed), b_value])
-    assert "mm_matmul" in compiled.kernel_source
+    assert "mc_gemm_f32(" in compiled.kernel_source
+
+
+EPILOGUES = {
+    "bias": lambda g, h, shape: g.call("add", h, g.placeholder("bias", TensorMeta(shape[-1:], F32))),
+    "residual_gelu": lambda g, h, shape: g.call(
+        "multiply", g.call("tanh", g.call("add", h, g.placeholder("r", TensorMeta(shape, F32)))), 0.5),
+    "column_scale": lambda g, h, shape: g.call(
+        "multiply", h, g.placeholder("s", TensorMeta(shape[:-1] + (1,), F32))),
+    "two_outputs": lambda g, h, shape: (g.call("maximum", h, 0.0), g.call("subtract", 1.0, h)),
+}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from([(), (3,), (2, 2)]), st.integers(1, 30), st.sampled_from([1, 5, 16, 300]),
+       st.integers(1, 40), st.sampled_from(sorted(EPILOGUES)), st.booleans(), st.booleans(), st.integers(0, 1000))
+def test_fused_epilogues_match_numpy(batch, m, k, n, epilogue, product_is_output, b_is_matrix, seed):
+    # Stacks (the tile's stack index split back into axes), a stack times one
+    # matrix (rows flattened across the stack: a tile's rows may span two
+    # matrices of the stack), edge tiles, several slices of K, epilogues
+    # reading broadcast and same-shape operands, several outputs, and the
+    # product itself also returned.
+    g = ir.Graph()
+    a = g.placeholder("a", TensorMeta(batch + (m, k), F32))
+    b = g.placeholder("b", TensorMeta(((k, n) if b_is_matrix else batch + (k, n)), F32))
+    h = g.call("matmul", a, b)
+    outs = EPILOGUES[epilogue](g, h, batch + (m, n))
+    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    g.output(outs + ([h] if product_is_output else []))
+    values = [rand(*p.meta.shape, seed=seed + i) for i, p in enumerate(g.placeholders)]
+    compiled = check(g, values)
+    if k > 1:  # (a product over K = 1 is simplified to a broadcast multiply)
+        assert "_tile(" in compiled.kernel_source
+
+
+def test_generated_gemm_from_the_disk_cache_in_a_fresh_process(tmp_path):
+    # The second process loads the kernel library from the disk cache: the GEMM
+    # of the C++ runtime must be bound on that path too.
+    script = (
+        "import numpy as np, minicompile as mc\n"
+        "from minicompile import config\n"
+        f"config.cache_dir = __import__('pathlib').Path({str(tmp_path)!r})\n"
+        "f = mc.compile(lambda a, b, c: np.tanh(a @ b + c), backend='cpp')\n"
+        "r = np.random.default_rng(0)\n"
+        "a, b, c = (r.standard_normal(s, dtype=np.float32) for s in ((300, 200), (200, 70), (70,)))\n"
+        "np.testing.assert_allclose(f(a, b, c), np.tanh(a @ b + c), rtol=1e-5, atol=1e-5)\n"
+        "print(sum(1 for p in config.cache_dir.glob('*.so')))\n"
+    )
+    outs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    for out in outs:
+        assert out.returncode == 0, out.stderr
+    assert outs[0].stdout.strip() == outs[1].stdout.strip() == "1"  # compiled once, then loaded

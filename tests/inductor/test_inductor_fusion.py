@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from minicompile import ir
+from minicompile import config, ir
 from minicompile.inductor import compile_graph, scheduler
 from minicompile.ir import TensorMeta
 
@@ -118,16 +118,29 @@ def test_reduction_reading_another_row_does_not_fuse_and_says_why():
     assert "new kernel:" in compiled.schedule
 
 
-def test_dead_buffers_are_reused():
+def _exp_matmul_tanh_matmul() -> ir.Graph:
     g = ir.Graph()
     x = g.placeholder("x", TensorMeta((64, 64), F32))
     a = g.call("exp", x)                           # a buffer: matmul reads it
     b = g.call("matmul", a, a)                     # a is dead after this
     c = g.call("tanh", b)                          # same size: takes a's storage
     g.output([g.call("matmul", c, c)])
-    compiled = check(g, [rand(64, 64) * 0.1])
+    return g
+
+
+def test_dead_buffers_are_reused(monkeypatch):
+    monkeypatch.setattr(config, "cpp_matmul_epilogues", False)  # tanh a kernel of its own
+    compiled = check(_exp_matmul_tanh_matmul(), [rand(64, 64) * 0.1])
     assert "reuses the storage of exp" in compiled.wrapper_source
     assert compiled.peak_intermediate_bytes == 64 * 64 * 4
+
+
+def test_a_matmul_epilogue_keeps_the_operands_of_its_matmul_alive():
+    # tanh runs on the tiles of the first product while the GEMM still reads
+    # exp's buffer: tanh's output must not take exp's storage.
+    compiled = check(_exp_matmul_tanh_matmul(), [rand(64, 64) * 0.1])
+    assert "kernel_1_tanh_tile(" in compiled.kernel_source
+    assert "reuses the storage of exp" not in compiled.wrapper_source
 
 
 @pytest.mark.parametrize("op", ["var", "std"])

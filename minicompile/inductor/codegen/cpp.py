@@ -45,7 +45,7 @@ from .. import loop_ir as L
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
-from . import cpp_matmul
+from . import cpp_matmul, cpp_tiling
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
 
@@ -326,6 +326,13 @@ class _KernelWriter(LineWriter):
         if self._column_reduction(out_vars, red_vars):
             self._generate_columns(out_vars, red_vars, big)
             return self._finish()
+        # Tiles replace the whole output loop nest: a writer that runs the nest
+        # over bounds of its own (its own open_loops) keeps it untiled.
+        axes = cpp_tiling.transpose_axes(k, self.buffers, out_vars) \
+            if type(self).open_loops is _KernelWriter.open_loops else None
+        if axes is not None:
+            self._generate_tiled(out_vars, axes, big)
+            return self._finish()
         pragmas: dict[int, str] = {}
         inner = len(out_vars) - 1
         simd = bool(out_vars) and not k.reductions and self._contiguous_store(out_vars[-1])
@@ -434,9 +441,12 @@ class _KernelWriter(LineWriter):
         params = [f"const {input_ctype(self.buffers[b].dtype)}* __restrict in_{b}" for b in self.reads]
         outs = [s.buffer for s in k.stores if s.buffer not in self.internal]
         params += [f"{ctype(self.buffers[b].dtype)}* __restrict out_{b}" for b in outs]
+        self.array_params = list(params)
         params += [f"const int64_t {s}" for s in self.symbols]
-        header = f'extern "C" void {k.name}({", ".join(params)})'
-        return "\n".join([header, "{"] + self.lines + ["}"]), self.reads + outs
+        return "\n".join([self.header(params), "{"] + self.lines + ["}"]), self.reads + outs
+
+    def header(self, params: list[str]) -> str:
+        return f'extern "C" void {self.kernel.name}({", ".join(params)})'
 
     def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0) -> None:
         """The last pass over the row: every row store, at its own index."""
@@ -543,6 +553,35 @@ class _KernelWriter(LineWriter):
             self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         self.close_loops(2)
         self.close_loops(len(out_vars) - 1)
+
+    def _generate_tiled(self, out_vars: list[L.Var], axes: tuple[L.Var, L.Var], big: bool) -> None:
+        """A pointwise kernel that reads along loop ``t`` and writes along loop
+        ``s`` (a transpose), in tiles over the two: the other output loops and
+        the tile loops outside (one OpenMP team over all of them), then ``t``,
+        then ``s`` innermost, contiguous for the stores (:mod:`.cpp_tiling`)."""
+        k = self.kernel
+        t, s = axes
+        sizes = dict(zip((t.name, s.name), cpp_tiling.tile_sizes(k, self.buffers)))
+        outer = [v for v in out_vars if v not in axes]
+        if big:
+            self.line(self.parallel(f" collapse({len(outer) + 2})"))
+        self.open_loops(outer, {})
+        for v in axes:
+            self.line(f"for (int64_t {v.name}_t = 0; {v.name}_t < {v.size}; {v.name}_t += {sizes[v.name]})")
+            self.line("{")
+            self.depth += 1
+        for v in axes:
+            if v is s:
+                self.line("#pragma omp simd")
+            end = f"{v.name}_t + {sizes[v.name]}"
+            self.line(f"for (int64_t {v.name} = {v.name}_t; {v.name} < ({end} < {v.size} ? {end} : {v.size}); "
+                      f"++{v.name})")
+            self.line("{")
+            self.depth += 1
+        identity = L.loop_index("x", k.ranges)
+        for store in k.pointwise:
+            self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+        self.close_loops(len(outer) + 4)
 
     def _contiguous_store(self, var: L.Var) -> bool:
         identity = L.loop_index("x", self.kernel.ranges)
@@ -708,8 +747,85 @@ def _internal_stores(schedule: Schedule, kernel: Kernel) -> frozenset[str]:
     return frozenset(s.buffer for s in at_element if s.buffer not in seen)
 
 
+class _TileEpilogueWriter(_KernelWriter):
+    """A pointwise kernel run as a generated matmul's epilogue: the same body,
+    over one finished tile ``(b, i0, mr, j0, nr)`` of the product instead of
+    the whole output, on the thread that computed the tile (no OpenMP team of
+    its own; the inner loop stays ``omp simd``)."""
+
+    def __init__(self, kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str],
+                 axes: dict[str, tuple[str, ...]]):
+        super().__init__(kernel, buffers, internal)
+        self.axes = axes  # cpp_matmul.tile_axes
+
+    def parallel(self, extra: str = "") -> str:
+        return "#pragma omp simd" if "simd" in extra else ""
+
+    def open_loops(self, variables: list[L.Var], pragmas: dict[int, str]) -> None:
+        # One brace per variable, as close_loops expects: a loop, or a block
+        # defining an axis computed from the flat row (r) or stack (b) index.
+        row_loop = False
+        for i, var in enumerate(variables):
+            kind, *spec = self.axes[var.name]
+            if kind == "row" and not row_loop:
+                self.line("for (int64_t r = i0; r < i0 + mr; ++r)")
+                row_loop = True
+            if kind == "loop":
+                if pragmas.get(i):
+                    self.line(pragmas[i])
+                self.line(f"for (int64_t {var.name} = {spec[0]}; {var.name} < {spec[1]}; ++{var.name})")
+            self.line("{")
+            self.depth += 1
+            if kind != "loop":
+                self.line(f"const int64_t {var.name} = {spec[0]};")
+
+    def header(self, params: list[str]) -> str:
+        tile = "int64_t b, int64_t i0, int64_t mr, int64_t j0, int64_t nr"
+        return f"static inline void {self.kernel.name}_tile({', '.join(params + [tile])})"
+
+
+def matmul_epilogues(schedule: Schedule) -> dict[str, L.Extern]:
+    """Each pointwise kernel that runs as the epilogue of the generated matmul
+    right before it (see :mod:`.cpp_matmul`), by kernel name."""
+    fused = {}
+    if not config.cpp_matmul_epilogues:
+        return fused
+    for step, nxt in zip(schedule.steps, schedule.steps[1:]):
+        if not isinstance(step, L.Extern) or cpp_matmul.eligible(step, schedule) is None \
+                or not cpp_matmul.fusable_epilogue(step, nxt):
+            continue
+        # The kernel's entry takes the operands as they are: they must be contiguous
+        # buffers (a stride of a size-1 axis is never used).
+        operands = [schedule.buffers.get(a.name) for a in step.args]
+        if all(b is not None and all(st == c for st, c, n in zip(b.strides, L.contiguous_strides(b.shape), b.shape)
+                                     if n != 1) for b in operands):
+            fused[nxt.name] = step
+    return fused
+
+
+def describe_matmuls(schedule: Schedule, kernel_args: dict[str, list[str]]) -> list[str]:
+    """One line per matmul generated as C++, for the schedule log (the
+    scheduler itself only knows them as Externs)."""
+    fused = {ext.name: kernel for kernel, ext in matmul_epilogues(schedule).items()}
+    lines = []
+    for ext in schedule.steps:
+        if not isinstance(ext, L.Extern) or cpp_matmul.kernel_name(ext) not in kernel_args:
+            continue
+        if ext.name in fused:
+            lines.append(f"{ext.name}: generated C++ GEMM, not BLAS; {fused[ext.name]} runs on each finished tile "
+                         "(epilogue fusion)")
+        else:
+            lines.append(f"{ext.name}: generated C++ GEMM ({cpp_matmul.kernel_name(ext)}), not BLAS")
+    return lines
+
+
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
-    """The translation unit for all kernels, and each kernel's pointer arguments."""
+    """The translation unit for all kernels, and each kernel's pointer arguments.
+
+    A float32 matmul generated as C++ (:mod:`.cpp_matmul`) has the entry
+    ``mm_<name>``; when the pointwise kernel after it is its epilogue, that
+    kernel's entry computes both (arguments ``A, B, product, its own...``) and
+    ``mm_<name>``'s argument list is empty: the wrapper only allocates the product."""
     parts = [
         "// Generated by minicompile's inductor (C++/OpenMP backend).",
         PRELUDE.strip(),
@@ -717,20 +833,31 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     args: dict[str, list[str]] = {}
     # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.
     symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
-    # Small float32 matmuls run as kernels in the OpenMP pool (cpp_matmul).
+    fused = matmul_epilogues(schedule)
     externs = [e for e in schedule.steps if isinstance(e, L.Extern)]
-    matmuls = [(e, text) for e in externs if (text := cpp_matmul.generate(e, schedule, symbols)) is not None]
-    if matmuls:
-        parts.append(cpp_matmul.TILE_SOURCE.strip())
-    for ext, text in matmuls:
-        parts.append(text)
-        args[cpp_matmul.kernel_name(ext)] = [a.name for a in ext.args] + [ext.name]
+    if any(cpp_matmul.eligible(e, schedule) is not None for e in externs):
+        parts.append(cpp_matmul.GEMM_DECLARATIONS.strip())
+    for ext in externs:
+        if ext in fused.values():
+            args[cpp_matmul.kernel_name(ext)] = []
+        elif (text := cpp_matmul.generate(ext, schedule, symbols)) is not None:
+            parts.append(text)
+            args[cpp_matmul.kernel_name(ext)] = [a.name for a in ext.args] + [ext.name]
     for kernel in schedule.kernels:
         internal = _internal_stores(schedule, kernel)
-        writer = _KernelWriter(kernel, schedule.buffers, internal)
+        ext = fused.get(kernel.name)
+        if ext is not None:
+            axes = cpp_matmul.tile_axes(tuple(ext.shape), cpp_matmul.row_axes(ext, schedule))
+            writer = _TileEpilogueWriter(kernel, schedule.buffers, internal, axes)
+        else:
+            writer = _KernelWriter(kernel, schedule.buffers, internal)
         writer.symbols = symbols
         text, params = writer.generate()
         parts.append(text)
+        if ext is not None:
+            parts.append(cpp_matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))
+            args[kernel.name] = [a.name for a in ext.args] + [ext.name] + params
+            continue
         reads = len(params) - len(kernel.stores) + len(internal)
         parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads, symbols))
         args[kernel.name] = params

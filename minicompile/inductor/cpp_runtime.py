@@ -1,0 +1,57 @@
+"""The C++ runtime library: code every generated kernel library may call.
+
+In:  a kernel library (``ctypes.CDLL``) just loaded by :mod:`.codecache`.
+Out: :func:`bind` hands it the runtime's entry points — today the packed
+     float32 GEMM of :mod:`.codegen.cpp_matmul` — through the ``mc_bind_*``
+     setters the library exports (a library without them needs nothing).
+
+Why a library of its own: the GEMM is the same for every graph, and compiling
+it takes about a second — as long as a whole graph's kernels.  It is compiled
+once per machine (and compiler, flags, CPU: the same cache key as kernels) into
+a directory of its own (``config.runtime_dir``), so that pointing
+``config.cache_dir`` somewhere empty to time a cold graph compile (as
+``make bench`` does) still finds it, as torch.compile's cold compile finds ATen.
+``python -m minicompile.inductor.cpp_runtime`` builds it ahead of time
+(``make`` does).  Handing over a function pointer instead of linking keeps the
+kernel libraries free of link-time dependencies on a path.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from .. import config
+from . import codecache
+from .codegen import cpp_matmul
+
+_lock = threading.Lock()
+_gemm: int | None = None
+
+
+def gemm_address() -> int:
+    """The address of ``mc_gemm_f32``, compiling the runtime on first use."""
+    global _gemm
+    with _lock:
+        if _gemm is None:
+            lib, _, _ = codecache.load(cpp_matmul.GEMM_SOURCE, cache_dir=config.runtime_dir)
+            _gemm = ctypes.cast(lib.mc_gemm_f32, ctypes.c_void_p).value
+        return _gemm
+
+
+def bind(lib: ctypes.CDLL) -> None:
+    """Give ``lib`` the runtime functions it declares."""
+    try:
+        setter = lib.mc_bind_gemm
+    except AttributeError:
+        return
+    setter.argtypes = [ctypes.c_void_p]
+    setter.restype = None
+    setter(gemm_address())
+
+
+if __name__ == "__main__":
+    try:
+        gemm_address()
+        print(f"minicompile C++ runtime ready in {config.runtime_dir}")
+    except (codecache.CompilerNotFound, codecache.CompileError) as why:
+        print(f"minicompile C++ runtime not built ({why}); graphs with matmuls will fall back to NumPy")
