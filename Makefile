@@ -25,7 +25,7 @@ $(PYTHON):
 
 demo: $(PYTHON)
 	$(PYTHON) -m pip install -q -e .
-	-$(PYTHON) -m minicompile.inductor.cpp_runtime
+	$(PYTHON) -m minicompile runtime
 	$(PYTHON) -m minicompile demo
 
 # Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found.
@@ -52,7 +52,7 @@ bench: $(PYTHON)
 	$(PYTHON) -m pip install -q -e .
 	-$(PYTHON) -m pip install -q torch==2.13.0 || echo "torch not installed: comparing against NumPy only"
 	@mkdir -p build
-	-$(PYTHON) -m minicompile.inductor.cpp_runtime
+	$(PYTHON) -m minicompile runtime
 	$(PYTHON) -m minicompile bench --json build/bench.json
 
 # On a machine with a CUDA GPU, CuPy and Triton (torch optional): python3 with

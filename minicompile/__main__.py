@@ -1,4 +1,4 @@
-"""``python -m minicompile demo``, ``bench`` and ``report FILE.py:FUNCTION``."""
+"""``python -m minicompile demo``, ``bench``, ``report FILE.py:FUNCTION`` and ``runtime``."""
 from __future__ import annotations
 
 import argparse
@@ -20,12 +20,17 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("-o", "--output", help="the HTML file (default FUNCTION_report.html)")
     report.add_argument("--backend", default="auto", help="eager, aot_eager, cpp, triton, spyre or auto")
     report.add_argument("--repeat", type=int, default=3, help="rounds of example calls (warm calls are timed)")
+    sub.add_parser("runtime", help="build the C++ runtime library (the generated GEMM) ahead of first use")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
         from .demo import main as run_demo
 
         return run_demo(args.rows, args.cols)
+    if args.command == "runtime":
+        from .inductor.cpp_runtime import build
+
+        return build()
     if args.command == "report":
         from .report.cli import main as run_report
 

@@ -11,7 +11,7 @@ once per machine (and compiler, flags, CPU: the same cache key as kernels) into
 a directory of its own (``config.runtime_dir``), so that pointing
 ``config.cache_dir`` somewhere empty to time a cold graph compile (as
 ``make bench`` does) still finds it, as torch.compile's cold compile finds ATen.
-``python -m minicompile.inductor.cpp_runtime`` builds it ahead of time
+``python -m minicompile runtime`` builds it ahead of time
 (``make`` does).  Handing over a function pointer instead of linking keeps the
 kernel libraries free of link-time dependencies on a path.
 """
@@ -49,9 +49,11 @@ def bind(lib: ctypes.CDLL) -> None:
     setter(gemm_address())
 
 
-if __name__ == "__main__":
+def build() -> int:
+    """Build (or find) the runtime now; 0 either way, with one line saying which."""
     try:
         gemm_address()
         print(f"minicompile C++ runtime ready in {config.runtime_dir}")
     except (codecache.CompilerNotFound, codecache.CompileError) as why:
         print(f"minicompile C++ runtime not built ({why}); graphs with matmuls will fall back to NumPy")
+    return 0
