@@ -144,3 +144,29 @@ def test_other_backends_agree(backend):
     x[4, 11] = np.nan
     compiled = mc.compile(fn, backend=backend, fullgraph=True)
     assert_same(fn(x), compiled(x), backend)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_rows_of_extreme_values_across_blocks(op):
+    """Rows longer than a block whose every element is the pair's starting value
+    (-inf, INT_MIN, False for argmax), all NaN, or whose first NaN or better
+    value comes in a later block."""
+    fn = getattr(np, op)
+    n = 3 * 128 + 5
+    f = np.zeros((6, n))
+    f[0] = -np.inf if op == "argmax" else np.inf
+    f[1] = np.nan
+    f[2, 300] = np.nan
+    f[2, 7] = 5.0 if op == "argmax" else -5.0
+    f[3, [130, 260]] = 1.0 if op == "argmax" else -1.0
+    f[4] = -0.0
+    f[4, 200] = 0.0
+    f[5, ::2] = np.inf if op == "argmax" else -np.inf
+    info = np.iinfo(np.int32)
+    i = np.full((2, n), info.min if op == "argmax" else info.max, np.int32)
+    i[1, 250:] += 1 if op == "argmax" else -1
+    b = np.full((2, n), op != "argmax")
+    b[1, 200] = op == "argmax"
+    for x in (f, f.astype(np.float32), i, b):
+        compiled = mc.compile(lambda a: (fn(a, axis=1), fn(a)), backend="cpp", fullgraph=True)
+        assert_same(tuple(map(np.asarray, (fn(x, axis=1), fn(x)))), compiled(x), f"{op} {x.dtype}")

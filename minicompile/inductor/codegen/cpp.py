@@ -46,6 +46,7 @@ from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
 from . import cpp_matmul, cpp_tiling
+from .cpp_argreduce import ArgBlockLoops, is_blocked
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
 
@@ -222,7 +223,7 @@ def render_index(expr: L.Expr) -> str:
     return expr.render(atom)
 
 
-class _KernelWriter(LineWriter):
+class _KernelWriter(ArgBlockLoops, LineWriter):
     """Writes one kernel's C++ function."""
 
     render_index = staticmethod(render_index)
@@ -610,6 +611,14 @@ class _KernelWriter(LineWriter):
         init = REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
         return f"{self._acc_ctype(store)}{{{init}, INT64_MAX}}" if red.is_arg else init
 
+    @staticmethod
+    def _arg_ctype(red: L.Reduction) -> str:
+        return ctype(red.acc_dtype)
+
+    @staticmethod
+    def _arg_identity(red: L.Reduction) -> str:
+        return REDUCTION_INIT[(red.reduction_type, red.acc_dtype.kind)].format(t=ctype(red.acc_dtype))
+
     def _arg_step(self, target: str, red: L.Reduction, body: L.Value) -> None:
         """One element of an argmax/argmin: its value and its position in the row."""
         t = ctype(red.acc_dtype)
@@ -635,6 +644,9 @@ class _KernelWriter(LineWriter):
         # of a softmax pass: the innermost loop instead sums chunks of
         # SUM_CHUNK elements in float32 vectors (a few dozen adds per lane) and
         # adds each chunk's sum to the float64 accumulator.
+        if is_blocked(accs, red_vars):  # argmax/argmin only: see cpp_argreduce
+            self._arg_block_loops(accs, red_vars, parallel, pass_index)
+            return
         inner = red_vars[-1] if red_vars else None
         chunked = {acc for acc, store in accs if self._sums_in_chunks(store.reduction, store.body)}
         scalar = any(store.reduction.is_arg for _, store in accs)  # no simd (see OMP_REDUCTION_OP)
