@@ -94,6 +94,7 @@ static inline void mc_gemm_micro(int64_t kc, const float* __restrict a, const fl
         __builtin_prefetch(c + r * ldc, 1, 3);
         __builtin_prefetch(c + r * ldc + MC_NR - 1, 1, 3);
     }
+    #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
         const mc_v8 b0 = *(const mc_v8*)b, b1 = *(const mc_v8*)(b + 8);
         mc_v8 ar;
