@@ -193,6 +193,11 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
         src = tg.F32 if store.body.dtype == tg.HALF else store.body.dtype
         tile = w.tmp("v")
         w.line(f"{tile} = tl.where(xmask & rmask, {w.cast(w.compute(store.body), src, acc)}, {init})")
+        if red.is_arg:
+            w.mask = "xmask"
+            _keep(w, group, store.buffer, identity, tg.arg_final(w, red, tile, tg.arg_index(w)), "[XBLOCK, 1]")
+            w.mask = "xmask & rmask"
+            continue
         final = tg.REDUCTION_FINAL[red.reduction_type].format(v=tile)
         if red.reduction_type in ("max", "min") and acc.kind == "f":
             final = f"{final} + _nan_of({tile}, 1)"

@@ -6,11 +6,14 @@ flattened array, the result is intp.  Values are drawn from a handful of small
 numbers (so rows have ties) with NaN and infinities mixed in, over random
 shapes, axes (negative and None), keepdims and layouts; a few rows are long
 enough that one row is split across OpenMP threads.  The Triton backend (in
-its interpreter) and the Spyre backend must agree too, whatever they generate.
+its interpreter: persistent, looped and row-group kernels) generates them too;
+the Spyre backend runs them on the host, and must agree as well.
 """
 from __future__ import annotations
 
 import os
+import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -130,6 +133,39 @@ def test_argmax_over_axis_zero_runs_along_the_contiguous_axis():
     compiled = mc.compile(lambda a: np.argmax(a, axis=0), backend="cpp", fullgraph=True)
     np.testing.assert_array_equal(compiled(x), np.argmax(x, axis=0))
     assert "_b +=" in compiled.cache[0].compiled.kernel_source
+
+
+TRITON_SETTINGS = settings(max_examples=int(os.environ.get("MINICOMPILE_TEST_EXAMPLES", 25)), deadline=None,
+                           suppress_health_check=[HealthCheck.too_slow])
+
+
+@TRITON_SETTINGS
+@given(cases(), st.booleans(), st.booleans())
+def test_triton_arg_reduction_matches_numpy(case, looped, after_max):
+    """Triton's interpreter: persistent rows, looped rows (a small PERSISTENT_MAX),
+    and an argmax in a row group after the row's max (``argmax(x - max)``)."""
+    pytest.importorskip("triton")
+    from minicompile.inductor import triton_wrapper
+    from minicompile.inductor.codegen import triton as tg
+
+    if case["shape"] and case["shape"][case["axis"] or 0] > 300:
+        case["shape"] = tuple(min(n, 300) for n in case["shape"])  # the interpreter is slow
+    graph = arg_graph(case)
+    if after_max and case["axis"] is not None and case["dtype"].kind == "f":
+        g = ir.Graph()
+        x = g.placeholder("x", TensorMeta(case["shape"], case["dtype"]))
+        centred = g.call("subtract", x, g.call("max", x, axis=case["axis"], keepdims=True))
+        g.output([g.call(case["op"], centred, axis=case["axis"], keepdims=case["keepdims"])])
+        graph = g
+    inputs = arg_inputs(case)
+    with warnings.catch_warnings(), np.errstate(all="ignore"), \
+            mock.patch.object(tg, "PERSISTENT_MAX", 8 if looped else tg.PERSISTENT_MAX):
+        warnings.simplefilter("ignore")
+        expected = ir.dead_code_elimination(graph)(*inputs)
+        compiled = triton_wrapper.compile_graph(graph, inputs)
+        actual = compiled(*inputs)
+    assert_same(expected, actual, f"{case}\n{compiled}", graph)
+    assert "extern" not in str(compiled.schedule), compiled.schedule
 
 
 @pytest.mark.parametrize("backend", ["triton", "spyre"])

@@ -35,8 +35,9 @@ runtime sizes, and a row of symbolic length is reduced by the looped form
 (``RBLOCK`` cannot follow it).  Exactness follows the C++
 backend: correctly rounded ``/`` and ``sqrt`` (``div_rn``/``sqrt_rn``),
 NaN-propagating maximum/minimum and max/min reductions, float16 computed in
-float32 and rounded after every op.  Ops with no exact Triton form here
-(:func:`unsupported_node`: also argmax/argmin, see ``UNSUPPORTED_REDUCTIONS``)
+float32 and rounded after every op, argmax/argmin as NumPy's (the first NaN,
+else the first extreme value: ``_argmax_pair`` in the prelude, not
+``tl.argmax``).  Ops with no exact Triton form here (:func:`unsupported_node`)
 are left to an Extern by the caller.
 """
 from __future__ import annotations
@@ -166,6 +167,28 @@ def _minimum(a, b):
     return tl.minimum(a, b)
 
 
+# argmax/argmin over (value, index) pairs.  tl.argmax compares with > and ==
+# only, so where a NaN lands depends on the reduction tree; NumPy returns the
+# first NaN, else the first extreme value.  These decide by value, NaN first,
+# then by index, so any tree (and the looped form's lane-wise steps) agrees.
+@triton.jit
+def _argmax_pair(v1, i1, v2, i2):
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (i1 < i2) & ((v1 == v2) | (n1 & n2))
+    win = (v1 > v2) | (n1 & (n2 == 0)) | first
+    return tl.where(win, v1, v2), tl.where(win, i1, i2)
+
+
+@triton.jit
+def _argmin_pair(v1, i1, v2, i2):
+    n1 = v1 != v1
+    n2 = v2 != v2
+    first = (i1 < i2) & ((v1 == v2) | (n1 & n2))
+    win = (v1 < v2) | (n1 & (n2 == 0)) | first
+    return tl.where(win, v1, v2), tl.where(win, i1, i2)
+
+
 @triton.jit
 def _nan_of(v, axis):
     # 0 for a row without NaN, NaN otherwise: added to a max/min it makes the
@@ -210,25 +233,34 @@ def accumulator_dtype(red: L.Reduction) -> np.dtype:
 
 
 def init_value(rtype: str, dtype: np.dtype) -> str:
+    rtype = rtype[3:] if rtype in L.ARG_REDUCTION_TYPES else rtype  # argmax starts from max's identity
     if (rtype, dtype.kind) in REDUCTION_INIT:
         return REDUCTION_INIT[(rtype, dtype.kind)]
     info = np.iinfo(dtype)
     return str(info.min if rtype == "max" else info.max)
 
 
-# Reductions left to NumPy.  tl.argmax/tl.argmin combine pairs with ``>``/``<``
-# and ``==`` only: a NaN neither wins nor loses, so which index a row with a
-# NaN gets depends on the reduction tree, where NumPy returns the first NaN.
-UNSUPPORTED_REDUCTIONS: dict[str, str] = {
-    rtype: f"tl.{rtype} does not return the first NaN as np.{rtype} does" for rtype in L.ARG_REDUCTION_TYPES
-}
-
-
-def unsupported_node(node: L.Node) -> str | None:
-    """Why a lowered node cannot be generated exactly in Triton, or None if it can."""
-    if isinstance(node, L.Reduction) and node.reduction_type in UNSUPPORTED_REDUCTIONS:
-        return UNSUPPORTED_REDUCTIONS[node.reduction_type]
+def unsupported_node(node: L.Pointwise | L.Reduction) -> str | None:
+    """Why a lowered node cannot be generated exactly in Triton, or None if it
+    can (every reduction type can: its body decides)."""
     return unsupported(node.body)
+
+
+def arg_index(w: "ValueWriter", mask: str = "xmask & rmask") -> str:
+    """The position of each lane's element in its row (``rindex`` counts the
+    reduction loops row-major, as :meth:`L.Reduction.position` does); a
+    masked-off lane gets ``rnumel``, later than any element, so it never wins."""
+    name = w.tmp("i")
+    w.line(f"{name} = tl.where({mask}, rindex, rnumel).to(tl.int64)")
+    return name
+
+
+def arg_final(w: "ValueWriter", red: L.Reduction, values: str, index: str) -> str:
+    """The argmax/argmin of each row of a ``[XBLOCK, RBLOCK]`` pair of tiles."""
+    value, result = w.tmp("red"), w.tmp("red")
+    w.line(f"{value}, {result} = tl.reduce(({values}, {index}), 1, _{red.reduction_type}_pair)")
+    w.line(f"{result} = {result}[:, None]")
+    return result
 
 
 def unsupported(value: L.Value) -> str | None:
@@ -579,6 +611,8 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
     if not persistent:
         for i, (store, red, acc_dtype, init) in enumerate(accs):
             w.line(f"acc{i} = tl.full([XBLOCK, RBLOCK], {init}, {triton_type(acc_dtype)})")
+            if red.is_arg:  # each lane's position, later than any element until it holds one
+                w.line(f"pos{i} = tl.full([XBLOCK, RBLOCK], 0, tl.int64) + rnumel")
         w.line("for roffset in range(0, rnumel, RBLOCK):")
         w.depth += 1
         w.line("rindex = roffset + rbase")
@@ -593,17 +627,24 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
         v = w.cast(w.compute(store.body), np.dtype(F32) if store.body.dtype == HALF else store.body.dtype, acc_dtype)
         tile = w.tmp("v")
         w.line(f"{tile} = tl.where(xmask & rmask, {v}, {init})")
-        if not persistent:
+        position = arg_index(w) if red.is_arg else None
+        if not persistent and red.is_arg:
+            w.line(f"acc{i}, pos{i} = _{red.reduction_type}_pair(acc{i}, pos{i}, {tile}, {position})")
+            tile, position = f"acc{i}", f"pos{i}"
+        elif not persistent:
             combine = REDUCTION_COMBINE[red.reduction_type].format(acc=f"acc{i}", v=tile)
             w.line(f"acc{i} = {combine}")
             tile = f"acc{i}"
-        tiles.append(tile)
+        tiles.append((tile, position))
     if not persistent:
         w.depth -= 1
     w.memo = saved  # values from inside the row loop are out of scope
     w.mask = "xmask"
     identity = L.loop_index("x", kernel.ranges)
-    for (store, red, acc_dtype, _), tile in zip(accs, tiles):
+    for (store, red, acc_dtype, _), (tile, position) in zip(accs, tiles):
+        if red.is_arg:
+            w.store(store.buffer, identity, arg_final(w, red, tile, position), "[XBLOCK, 1]", "xmask")
+            continue
         result = w.tmp("red")
         final = REDUCTION_FINAL[red.reduction_type].format(v=tile)
         if red.reduction_type in ("max", "min") and acc_dtype.kind == "f":
