@@ -8,10 +8,11 @@ Out: :func:`transpose_axes` — the loop a big load is contiguous along and the
 ``out = x.T + 1.0`` stores along ``x1`` but reads ``x`` along ``x0``: a plain
 loop nest walks one of the two arrays with a stride of a whole row, so each
 element costs a cache line (and a power-of-two row length maps the lines of a
-column onto the same cache sets).  In tiles of ``T x S`` elements, the ``S``
-stores of a tile row fill whole cache lines and so do the ``T`` loads of a
-tile column; the tile stays in L1 between them.  The innermost loop still runs
-along the stores, so it stays ``omp simd``.  The decision reads only the index
+column onto the same cache sets).  In tiles of ``T x S`` elements (``T``
+along the load's loop), each of the ``S`` rows of ``x`` a tile reads is a run
+of whole cache lines, and the ``S`` stores of each tile row are one vector
+whose cache line the next tile along completes while it is still in L1.  The
+innermost loop still runs along the stores, so it stays ``omp simd``.  The decision reads only the index
 expressions (a load's offset has coefficient 1 on one loop and a non-unit
 stride on the store's loop), never op names: a transpose, a permutation of a
 3-D array or a strided view of one look the same.  A symbolic size or stride
@@ -29,9 +30,10 @@ from ..scheduler import Buffer, Kernel
 # on a 2-core AVX2 machine (best of 10, min over 6 rounds; the untiled loops
 # took 67/43/76 ms): 256 x 32 bytes (64 x 8 float32) took 23/18/34 ms,
 # 128 x 64 took 28/18/36, 256 x 64 took 32/18/36, 128 x 32 took 23/21/41.
-# Four cache lines per load column keep the hardware prefetcher streaming; one
-# vector of stores per tile row keeps the inner loop a single simd iteration
-# while a tile still fits in L1 however the rows alias in it.
+# Four cache lines per row read keep the hardware prefetcher streaming; one
+# vector of stores per tile row keeps the inner loop a single simd iteration,
+# and a tile (8 + 64 lines) stays in L1 however a power-of-two row length
+# aliases its lines.
 TILE_LOAD_BYTES = 256
 TILE_STORE_BYTES = 32
 # A load smaller than this many elements is not worth tiling for (it fits in cache).
