@@ -8,8 +8,9 @@ In:  an ``np.matmul`` :class:`~minicompile.inductor.loop_ir.Extern` of two
 Out: :func:`generate` returns the C++ of the matmul's ``extern "C"`` function
      (and its ``_obj`` entry), or None when NumPy's BLAS should keep the call.
      With an epilogue, the function is the epilogue kernel's: it computes the
-     product and runs the epilogue on each finished tile while the tile is
-     still in L1, so the product is never read back from memory.
+     product and runs the epilogue on each finished tile (a 16-column panel of
+     a block of at most 144 rows) while the tile is still in L1, so the
+     product is never read back from memory.
 
 Why generate a GEMM at all: NumPy's BLAS runs its own thread pool.  Between
 OpenMP kernels, on a machine with few cores, the two pools take turns spinning
@@ -24,16 +25,21 @@ high-performance matrix multiplication", Goto and van de Geijn, 2008):
 * ``C`` is computed in blocks of ``MC_NC`` columns; ``K`` is cut in slices of
   ``MC_KC``; for each slice, the ``MC_KC x MC_NC`` block of ``B`` is *packed*
   (copied into column panels of ``MC_NR`` that the micro-kernel reads
-  contiguously, zero-padded at the edge) once, shared by all threads;
-* each thread packs ``MC_MC x MC_KC`` blocks of its rows of ``A`` (panels of
-  ``MC_MR`` rows; they stay in L2) and runs the micro-kernel over them;
+  contiguously, zero-padded at the edge);
+* ``MC_MC x MC_KC`` blocks of ``A`` are packed too (panels of ``MC_MR``
+  rows; they stay in L2) and the micro-kernel runs over them;
 * the micro-kernel keeps a ``6 x 16`` tile of ``C`` in twelve 8-float vector
   registers: per step of ``k``, two vectors of ``B``, six broadcasts of ``A``,
   twelve fused multiply-adds (written with GCC vector types, so other
   instruction sets get the same code through the compiler).
 
-Threads split the rows of ``C`` when there are enough of them, else its
-columns; a stack of many small products gives each thread whole products.
+Each thread computes one block of ``C`` (a group of its rows times a group
+of its columns) with its own packed copies of what it reads: no barriers, so
+a thread whose core another process (NumPy's BLAS pool, still spinning) takes
+for a while delays only its own block, where a shared packed ``B`` would
+stall every thread at each slice of ``K``.  The split packs the fewest bytes
+(``gelu(x @ w1)`` with a wide ``w1``: columns, each thread packing all of the
+small ``x``).  A stack of many small products gives each thread whole products.
 The summation order differs from BLAS's (which is not specified either):
 results match NumPy to float32 rounding.
 """
@@ -155,36 +161,32 @@ static inline void mc_pack_b(const float* __restrict B, int64_t ldb, int64_t p0,
         for (int j = 0; j < MC_NR; ++j) bp[k * MC_NR + j] = j < nr ? src[k * ldb + j] : 0.0f;
 }
 
-// One member's share of C (M x N) = A (M x K) @ B (K x N), all row-major and contiguous, in a team
-// of Tm row groups x Tn column groups (member (tm, tn)).  The members pack the shared bp together,
-// with barriers around it when the team has several members; each packs its own rows of A.
-// epi(i0, rows, j0, cols) runs on each tile of C once its last slice of K is in.
+// C[r0:r1, c0:c1] of C (M x N) = A (M x K) @ B (K x N), all row-major and contiguous: one
+// thread's block, with its own packed copies of the parts of A and B it reads (no sharing, so no
+// barriers: a thread that is late — its core taken by another process — delays only itself).
+// c0 is a multiple of MC_NR.  epi(i0, rows, j0, cols) runs on each column panel of a row block of
+// C once its last slice of K is in.
 template <class Epi>
-static void mc_gemm_member(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K,
-                           float* bp, int tm, int Tm, int tn, int Tn, const Epi& epi) {
-    const int T = Tm * Tn, t = tm * Tn + tn;
-    const int64_t row_panels = (M + MC_MR - 1) / MC_MR;
-    const int64_t r0 = row_panels * tm / Tm * MC_MR;
-    const int64_t r1 = row_panels * (tm + 1) / Tm * MC_MR < M ? row_panels * (tm + 1) / Tm * MC_MR : M;
+static void mc_gemm_block(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K,
+                          int64_t r0, int64_t r1, int64_t c0, int64_t c1, const Epi& epi) {
+    if (r0 >= r1 || c0 >= c1) return;
     // Row blocks of at most MC_MC, all about the same height.
     const int64_t blocks = (r1 - r0 + MC_MC - 1) / MC_MC;
-    const int64_t mc_step = blocks ? ((r1 - r0 + blocks - 1) / blocks + MC_MR - 1) / MC_MR * MC_MR : MC_MR;
+    const int64_t mc_step = ((r1 - r0 + blocks - 1) / blocks + MC_MR - 1) / MC_MR * MC_MR;
+    const int64_t widest = ((c1 - c0 < MC_NC ? c1 - c0 : MC_NC) + MC_NR - 1) / MC_NR * MC_NR;
     float* ap = mc_scratch(0, (size_t)mc_step * MC_KC);
+    float* bp = mc_scratch(1, (size_t)MC_KC * widest);
     float edge[MC_MR * MC_NR];
-    for (int64_t jc = 0; jc < N; jc += MC_NC) {
-        const int64_t nc = N - jc < MC_NC ? N - jc : MC_NC;
+    for (int64_t jc = c0; jc < c1; jc += MC_NC) {
+        const int64_t nc = c1 - jc < MC_NC ? c1 - jc : MC_NC;
         const int64_t panels = (nc + MC_NR - 1) / MC_NR;
-        const int64_t q0 = panels * tn / Tn, q1 = panels * (tn + 1) / Tn;
         for (int64_t pc = 0; pc < K; pc += MC_KC) {
             const int64_t kc = K - pc < MC_KC ? K - pc : MC_KC;
-            for (int64_t q = t; q < panels; q += T) mc_pack_b(B, N, pc, kc, jc + q * MC_NR, N, bp + q * kc * MC_NR);
-            if (T > 1) {
-                #pragma omp barrier
-            }
+            for (int64_t q = 0; q < panels; ++q) mc_pack_b(B, N, pc, kc, jc + q * MC_NR, N, bp + q * kc * MC_NR);
             for (int64_t ic = r0; ic < r1; ic += mc_step) {
                 const int64_t mc = r1 - ic < mc_step ? r1 - ic : mc_step;
                 mc_pack_a(A, K, ic, mc, pc, kc, M, ap);
-                for (int64_t q = q0; q < q1; ++q) {
+                for (int64_t q = 0; q < panels; ++q) {
                     const int64_t j = jc + q * MC_NR, nr = N - j < MC_NR ? N - j : MC_NR;
                     for (int64_t ir = 0; ir < mc; ir += MC_MR) {
                         const int64_t i = ic + ir, mr = M - i < MC_MR ? M - i : MC_MR;
@@ -197,64 +199,70 @@ static void mc_gemm_member(const float* A, const float* B, float* C, int64_t M, 
                                 for (int64_t s = 0; s < nr; ++s)
                                     c[r * N + s] = pc > 0 ? c[r * N + s] + edge[r * MC_NR + s] : edge[r * MC_NR + s];
                         }
-                        if (pc + kc == K) epi(i, mr, j, nr);
                     }
+                    // The block's column panel is done (mc x MC_NR floats, still in L1): its epilogue,
+                    // one call per panel rather than per tile, so the epilogue's loops run long.
+                    if (pc + kc == K) epi(ic, mc, j, nr);
                 }
-            }
-            if (T > 1) {
-                #pragma omp barrier
             }
         }
     }
 }
 
-// Rows are split among the threads while each keeps four panels of MC_MR rows; the rest split columns.
-static inline void mc_gemm_grid(int64_t M, int T, int* Tm, int* Tn) {
-    int best = 1;
-    for (int d = 1; d <= T; ++d)
-        if (T % d == 0 && M >= (int64_t)d * MC_MR * 4) best = d;
-    *Tm = best;
-    *Tn = T / best;
+// How T threads split one product: Tm groups of rows x Tn groups of columns (Tm * Tn = T), each
+// group at least one panel wide and tall.  Each thread packs the rows of A and the columns of B it
+// reads, so A is packed Tn times and B Tm times: the split that packs the fewest bytes wins.
+static inline void mc_gemm_grid(int64_t M, int64_t N, int64_t K, int T, int* Tm, int* Tn) {
+    const int64_t row_panels = (M + MC_MR - 1) / MC_MR, col_panels = (N + MC_NR - 1) / MC_NR;
+    double best = -1;
+    *Tm = T;
+    *Tn = 1;
+    for (int tm = 1; tm <= T; ++tm) {
+        if (T % tm) continue;
+        const int tn = T / tm;
+        if (tm > row_panels || tn > col_panels) continue;
+        const double packed = (double)tn * M * K + (double)tm * K * N;
+        if (best < 0 || packed < best) {
+            best = packed;
+            *Tm = tm;
+            *Tn = tn;
+        }
+    }
 }
 
 typedef void (*mc_gemm_epilogue)(void* ctx, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 
 // batch x [C = A @ B] (A: M x K, B: K x N, C: M x N, each contiguous) on `threads` threads
-// (0: OpenMP's default);
-// epi(ctx, b, i0, rows, j0, cols), if given, on each finished tile.  Many small products: one
-// per thread at a time; otherwise the team shares each product.
+// (0: OpenMP's default); epi(ctx, b, i0, rows, j0, cols), if given, on each finished tile.  Many
+// small products: one per thread at a time; otherwise each product is split into one block per
+// thread (mc_gemm_grid).
 extern "C" void mc_gemm_f32(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
                             int64_t K, int threads, mc_gemm_epilogue epilogue, void* ctx) {
     if (threads <= 0) threads = omp_get_max_threads();
     auto epi = [=](int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
         if (epilogue) epilogue(ctx, b, i0, rows, j0, cols);
     };
-    const int64_t kc = K < MC_KC ? K : MC_KC;
-    const int64_t nc = ((N < MC_NC ? N : MC_NC) + MC_NR - 1) / MC_NR * MC_NR;
-    if (threads > 1 && batch >= threads && M * N * K < (1 << 22)) {
-        #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t b = 0; b < batch; ++b) {
-            float* bp = mc_scratch(1, (size_t)kc * nc);
-            mc_gemm_member(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, bp, 0, 1, 0, 1,
-                           [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
-        }
-        return;
-    }
-    float* bp = mc_scratch(1, (size_t)kc * nc);
-    if (threads <= 1) {
+    if (threads <= 1 || (batch >= threads && M * N * K < (1 << 22))) {
+        #pragma omp parallel for schedule(static) num_threads(threads) if(threads > 1)
         for (int64_t b = 0; b < batch; ++b)
-            mc_gemm_member(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, bp, 0, 1, 0, 1,
-                           [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
+            mc_gemm_block(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, 0, M, 0, N,
+                          [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
         return;
     }
-    #pragma omp parallel num_threads(threads)
+    int Tm, Tn;
+    mc_gemm_grid(M, N, K, threads, &Tm, &Tn);
+    const int64_t row_panels = (M + MC_MR - 1) / MC_MR, col_panels = (N + MC_NR - 1) / MC_NR;
+    #pragma omp parallel num_threads(Tm * Tn)
     {
-        int Tm, Tn;
-        const int T = omp_get_num_threads(), t = omp_get_thread_num();
-        mc_gemm_grid(M, T, &Tm, &Tn);
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        // (fewer threads than asked for: the first T blocks of a grid of T rows)
+        const int tm = T == Tm * Tn ? t / Tn : t, gm = T == Tm * Tn ? Tm : T;
+        const int tn = T == Tm * Tn ? t % Tn : 0, gn = T == Tm * Tn ? Tn : 1;
+        const int64_t r0 = row_panels * tm / gm * MC_MR, r1 = row_panels * (tm + 1) / gm * MC_MR;
+        const int64_t c0 = col_panels * tn / gn * MC_NR, c1 = col_panels * (tn + 1) / gn * MC_NR;
         for (int64_t b = 0; b < batch; ++b)
-            mc_gemm_member(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, bp, t / Tn, Tm, t % Tn, Tn,
-                           [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
+            mc_gemm_block(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, r0, r1 < M ? r1 : M, c0,
+                          c1 < N ? c1 : N, [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
     }
 }
 """
