@@ -122,9 +122,10 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
-    schedule_text = "\n".join([str(sched)] + cpp.describe_matmuls(sched, kernel_args))
-    if schedule_text != str(sched):
-        logs.log("schedule", lambda: "\n".join(cpp.describe_matmuls(sched, kernel_args)))
+    matmul_lines = cpp.describe_matmuls(sched, kernel_args)
+    if matmul_lines:
+        logs.log("schedule", lambda: "\n".join(matmul_lines))
+    schedule_text = "\n".join([str(sched)] + matmul_lines)
     plan = memory.plan(sched, kernel_args)
     wrapper_source = wrapper.generate(sched, kernel_args, plan)
     lib, flags = None, []
