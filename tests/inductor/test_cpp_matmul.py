@@ -37,7 +37,7 @@ def test_float32_matmul_runs_its_epilogue_on_each_tile():
     # One entry computes the product and the maximum: the GEMM calls the
     # kernel's tile function on each finished tile of the product.
     assert "kernel_0_maximum_tile(" in compiled.kernel_source
-    assert "mc_gemm_f32(A, B, C, 1, 70, 24, 33" in compiled.kernel_source
+    assert "mc_gemm_f32(A, 0, B, 0, C, 1, 70, 24, 33" in compiled.kernel_source
     assert "kernel_0_maximum(a, b, buf_matmul" in compiled.wrapper_source
     assert "_op_matmul" not in compiled.wrapper_source and "mm_matmul(" not in compiled.wrapper_source
     assert compiled.extern_kernels == [] and compiled.kernels == ["kernel_0_maximum"]
@@ -89,7 +89,7 @@ def test_integer_and_broadcast_matmuls_stay_with_blas():
 def test_a_stack_times_one_matrix_is_one_gemm_over_all_rows():
     # A linear layer: (batch, seq, d) @ (d, n) is one (batch * seq) x d GEMM.
     compiled = check(matmul_graph((3, 5, 6), (6, 7)), [rand(3, 5, 6), rand(6, 7, seed=1)])
-    assert "mc_gemm_f32(A, B, C, 1, 15, 7, 6" in compiled.kernel_source
+    assert "mc_gemm_f32(A, 0, B, 0, C, 1, 15, 7, 6" in compiled.kernel_source
     assert "for (int64_t r = i0; r < i0 + mr; ++r)" in compiled.kernel_source
 
 
@@ -102,13 +102,39 @@ def test_large_matmul_is_generated_across_slices_of_k_and_blocks_of_columns():
 
 
 def test_stacked_matmuls_of_equal_batches_are_one_kernel():
-    # Attention's scores: q @ k^T over (batch, heads); k^T is a view, copied once.
+    # Attention's scores: q @ k^T over (batch, heads); k^T is read transposed
+    # in place by the packing, not copied.
     g = ir.Graph()
     q = g.placeholder("q", TensorMeta((2, 3, 20, 8), F32))
     k = g.placeholder("k", TensorMeta((2, 3, 20, 8), F32))
     g.output([g.call("matmul", q, g.call("transpose", k, (0, 1, 3, 2)))])
     compiled = check(g, [rand(2, 3, 20, 8), rand(2, 3, 20, 8, seed=1)])
-    assert "6 time(s)" in compiled.kernel_source and "_op_matmul" not in compiled.wrapper_source
+    assert "6 time(s); B read transposed in place" in compiled.kernel_source
+    assert "_op_matmul" not in compiled.wrapper_source and "ascontiguousarray" not in compiled.wrapper_source
+
+
+def test_transposed_operands_are_read_in_place_and_keep_the_epilogue():
+    # The backward pass's shapes: grad @ w.T and x.T @ grad, each with a pointwise kernel after it.
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((30, 20), F32))
+    w = g.placeholder("w", TensorMeta((20, 40), F32))
+    grad = g.placeholder("grad", TensorMeta((30, 40), F32))
+    dx = g.call("multiply", g.call("matmul", grad, g.call("transpose", w, (1, 0))), 2.0)
+    dw = g.call("add", g.call("matmul", g.call("transpose", x, (1, 0)), grad), 1.0)
+    g.output([dx, dw])
+    compiled = check(g, [rand(30, 20), rand(20, 40, seed=1), rand(30, 40, seed=2)])
+    assert compiled.kernel_source.count("_tile(") >= 4 and "ascontiguousarray" not in compiled.wrapper_source
+    assert "mc_gemm_f32(A, 0, B, 1, C" in compiled.kernel_source and "mc_gemm_f32(A, 1, B, 0, C" in compiled.kernel_source
+
+
+def test_a_transposed_stack_times_one_matrix_is_copied_first():
+    # (x.transpose(0, 2, 1)) @ w: the stack's rows cannot be flattened in place.
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((3, 6, 5), F32))
+    w = g.placeholder("w", TensorMeta((6, 7), F32))
+    g.output([g.call("matmul", g.call("transpose", x, (0, 2, 1)), w)])
+    compiled = check(g, [rand(3, 6, 5), rand(6, 7, seed=1)])
+    assert "mc_gemm_f32(A, 0, B, 0, C, 1, 15, 7, 6" in compiled.kernel_source
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -141,23 +167,35 @@ EPILOGUES = {
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from([(), (3,), (2, 2)]), st.integers(1, 30), st.sampled_from([1, 5, 16, 300]),
-       st.integers(1, 40), st.sampled_from(sorted(EPILOGUES)), st.booleans(), st.booleans(), st.integers(0, 1000))
-def test_fused_epilogues_match_numpy(batch, m, k, n, epilogue, product_is_output, b_is_matrix, seed):
+       st.integers(1, 40), st.sampled_from(sorted(EPILOGUES)), st.booleans(), st.booleans(),
+       st.sampled_from(["", "a", "b", "ab"]), st.integers(0, 1000))
+def test_fused_epilogues_match_numpy(batch, m, k, n, epilogue, product_is_output, b_is_matrix, transposed, seed):
     # Stacks (the tile's stack index split back into axes), a stack times one
     # matrix (rows flattened across the stack: a tile's rows may span two
     # matrices of the stack), edge tiles, several slices of K, epilogues
     # reading broadcast and same-shape operands, several outputs, and the
     # product itself also returned.
+    # An operand given transposed: the placeholder holds its transpose, read in place.
     g = ir.Graph()
-    a = g.placeholder("a", TensorMeta(batch + (m, k), F32))
-    b = g.placeholder("b", TensorMeta(((k, n) if b_is_matrix else batch + (k, n)), F32))
+
+    def operand(name, shape, flip):
+        if not flip:
+            return g.placeholder(name, TensorMeta(shape, F32))
+        swapped = shape[:-2] + shape[-1:] + shape[-2:-1]
+        axes = tuple(range(len(shape) - 2)) + (len(shape) - 1, len(shape) - 2)
+        return g.call("transpose", g.placeholder(name, TensorMeta(swapped, F32)), axes)
+
+    a = operand("a", batch + (m, k), "a" in transposed)
+    b = operand("b", (k, n) if b_is_matrix else batch + (k, n), "b" in transposed)
     h = g.call("matmul", a, b)
     outs = EPILOGUES[epilogue](g, h, batch + (m, n))
     outs = list(outs) if isinstance(outs, tuple) else [outs]
     g.output(outs + ([h] if product_is_output else []))
     values = [rand(*p.meta.shape, seed=seed + i) for i, p in enumerate(g.placeholders)]
     compiled = check(g, values)
-    if k > 1:  # (a product over K = 1 is simplified to a broadcast multiply)
+    # A product over K = 1 is simplified to a broadcast multiply; a transposed
+    # stack times one matrix is copied first (its rows cannot be flattened in place).
+    if k > 1 and not ("a" in transposed and b_is_matrix and batch):
         assert "_tile(" in compiled.kernel_source
 
 

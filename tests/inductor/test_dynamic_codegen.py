@@ -193,7 +193,7 @@ def test_small_matmuls_over_a_symbolic_row_count_are_generated_kernels():
     assert isinstance(dynamic, CompiledGraph), str(dynamic)
     # The first product runs inside its epilogue's kernel, the second on its own.
     assert "generated, not BLAS" in dynamic.wrapper_source and "BLAS through NumPy" not in dynamic.wrapper_source
-    assert "mc_gemm_f32(A, B, C, 1, (15*s0), 24, 12, " in dynamic.kernel_source
+    assert "mc_gemm_f32(A, 0, B, 0, C, 1, (15*s0), 24, 12, " in dynamic.kernel_source
     assert "const int64_t s0)" in dynamic.kernel_source
 
 

@@ -806,11 +806,8 @@ def matmul_epilogues(schedule: Schedule) -> dict[str, L.Extern]:
         if not isinstance(step, L.Extern) or cpp_matmul.eligible(step, schedule) is None \
                 or not cpp_matmul.fusable_epilogue(step, nxt):
             continue
-        # The kernel's entry takes the operands as they are: they must be contiguous
-        # buffers (a stride of a size-1 axis is never used).
-        operands = [schedule.buffers.get(a.name) for a in step.args]
-        if all(b is not None and all(st == c for st, c, n in zip(b.strides, L.contiguous_strides(b.shape), b.shape)
-                                     if n != 1) for b in operands):
+        # The kernel's entry takes the operands as they are (no copy on the way).
+        if all(t is not None for _, t in cpp_matmul.operands(step, schedule)):
             fused[nxt.name] = step
     return fused
 
@@ -854,7 +851,7 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
             args[cpp_matmul.kernel_name(ext)] = []
         elif (text := cpp_matmul.generate(ext, schedule, symbols)) is not None:
             parts.append(text)
-            args[cpp_matmul.kernel_name(ext)] = [a.name for a in ext.args] + [ext.name]
+            args[cpp_matmul.kernel_name(ext)] = [b for b, _ in cpp_matmul.operands(ext, schedule)] + [ext.name]
     for kernel in schedule.kernels:
         internal = _internal_stores(schedule, kernel)
         ext = fused.get(kernel.name)
@@ -868,7 +865,7 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
         parts.append(text)
         if ext is not None:
             parts.append(cpp_matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))
-            args[kernel.name] = [a.name for a in ext.args] + [ext.name] + params
+            args[kernel.name] = [b for b, _ in cpp_matmul.operands(ext, schedule)] + [ext.name] + params
             continue
         reads = len(params) - len(kernel.stores) + len(internal)
         parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads, symbols))

@@ -134,31 +134,48 @@ static inline float* mc_scratch(int which, size_t floats) {
 }
 
 // ap <- A[i0:i0+mc, p0:p0+kc] as panels of MC_MR rows, k-major within a panel; rows past M are 0.
-static inline void mc_pack_a(const float* __restrict A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+// A is M x K row-major, or (ta) its transpose is: K x M row-major, a column of A contiguous.
+static inline void mc_pack_a(const float* __restrict A, bool ta, int64_t K, int64_t i0, int64_t mc, int64_t p0,
                              int64_t kc, int64_t M, float* __restrict ap) {
     for (int64_t ir = 0; ir < mc; ir += MC_MR) {
-        const float* rows[MC_MR];
-        for (int r = 0; r < MC_MR; ++r) rows[r] = i0 + ir + r < M ? A + (i0 + ir + r) * lda + p0 : nullptr;
-        for (int64_t k = 0; k < kc; ++k)
-            for (int r = 0; r < MC_MR; ++r) ap[k * MC_MR + r] = rows[r] ? rows[r][k] : 0.0f;
+        const int64_t rows = M - (i0 + ir) < MC_MR ? M - (i0 + ir) : MC_MR;
+        if (ta) {  // the panel's rows are MC_MR consecutive floats of each row of A^T
+            for (int64_t k = 0; k < kc; ++k) {
+                const float* src = A + (p0 + k) * M + i0 + ir;
+                for (int r = 0; r < MC_MR; ++r) ap[k * MC_MR + r] = r < rows ? src[r] : 0.0f;
+            }
+        } else {
+            const float* src[MC_MR];
+            for (int r = 0; r < MC_MR; ++r) src[r] = r < rows ? A + (i0 + ir + r) * K + p0 : nullptr;
+            for (int64_t k = 0; k < kc; ++k)
+                for (int r = 0; r < MC_MR; ++r) ap[k * MC_MR + r] = src[r] ? src[r][k] : 0.0f;
+        }
         ap += kc * MC_MR;
     }
 }
 
-// One column panel: bp <- B[p0:p0+kc, j0:j0+MC_NR]; columns past N are 0.
-static inline void mc_pack_b(const float* __restrict B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+// One column panel: bp <- B[p0:p0+kc, j0:j0+MC_NR]; columns past N are 0.  B is K x N
+// row-major, or (tb) its transpose is: N x K row-major (x @ W.T), a column of B contiguous.
+static inline void mc_pack_b(const float* __restrict B, bool tb, int64_t K, int64_t p0, int64_t kc, int64_t j0,
                              int64_t N, float* __restrict bp) {
     const int64_t nr = N - j0 < MC_NR ? N - j0 : MC_NR;
-    const float* src = B + p0 * ldb + j0;
+    if (tb) {  // each column of the panel is kc consecutive floats of a row of B^T
+        for (int j = 0; j < MC_NR; ++j) {
+            const float* src = B + (j0 + j) * K + p0;
+            for (int64_t k = 0; k < kc; ++k) bp[k * MC_NR + j] = j < nr ? src[k] : 0.0f;
+        }
+        return;
+    }
+    const float* src = B + p0 * N + j0;
     if (nr == MC_NR) {
         for (int64_t k = 0; k < kc; ++k) {
-            *(mc_v8*)(bp + k * MC_NR) = *(const mc_v8u*)(src + k * ldb);
-            *(mc_v8*)(bp + k * MC_NR + 8) = *(const mc_v8u*)(src + k * ldb + 8);
+            *(mc_v8*)(bp + k * MC_NR) = *(const mc_v8u*)(src + k * N);
+            *(mc_v8*)(bp + k * MC_NR + 8) = *(const mc_v8u*)(src + k * N + 8);
         }
         return;
     }
     for (int64_t k = 0; k < kc; ++k)
-        for (int j = 0; j < MC_NR; ++j) bp[k * MC_NR + j] = j < nr ? src[k * ldb + j] : 0.0f;
+        for (int j = 0; j < MC_NR; ++j) bp[k * MC_NR + j] = j < nr ? src[k * N + j] : 0.0f;
 }
 
 // C[r0:r1, c0:c1] of C (M x N) = A (M x K) @ B (K x N), all row-major and contiguous: one
@@ -167,8 +184,8 @@ static inline void mc_pack_b(const float* __restrict B, int64_t ldb, int64_t p0,
 // c0 is a multiple of MC_NR.  epi(i0, rows, j0, cols) runs on each column panel of a row block of
 // C once its last slice of K is in.
 template <class Epi>
-static void mc_gemm_block(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K,
-                          int64_t r0, int64_t r1, int64_t c0, int64_t c1, const Epi& epi) {
+static void mc_gemm_block(const float* A, bool ta, const float* B, bool tb, float* C, int64_t M, int64_t N,
+                          int64_t K, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const Epi& epi) {
     if (r0 >= r1 || c0 >= c1) return;
     // Row blocks of at most MC_MC, all about the same height.
     const int64_t blocks = (r1 - r0 + MC_MC - 1) / MC_MC;
@@ -182,10 +199,10 @@ static void mc_gemm_block(const float* A, const float* B, float* C, int64_t M, i
         const int64_t panels = (nc + MC_NR - 1) / MC_NR;
         for (int64_t pc = 0; pc < K; pc += MC_KC) {
             const int64_t kc = K - pc < MC_KC ? K - pc : MC_KC;
-            for (int64_t q = 0; q < panels; ++q) mc_pack_b(B, N, pc, kc, jc + q * MC_NR, N, bp + q * kc * MC_NR);
+            for (int64_t q = 0; q < panels; ++q) mc_pack_b(B, tb, K, pc, kc, jc + q * MC_NR, N, bp + q * kc * MC_NR);
             for (int64_t ic = r0; ic < r1; ic += mc_step) {
                 const int64_t mc = r1 - ic < mc_step ? r1 - ic : mc_step;
-                mc_pack_a(A, K, ic, mc, pc, kc, M, ap);
+                mc_pack_a(A, ta, K, ic, mc, pc, kc, M, ap);
                 for (int64_t q = 0; q < panels; ++q) {
                     const int64_t j = jc + q * MC_NR, nr = N - j < MC_NR ? N - j : MC_NR;
                     for (int64_t ir = 0; ir < mc; ir += MC_MR) {
@@ -232,12 +249,13 @@ static inline void mc_gemm_grid(int64_t M, int64_t N, int64_t K, int T, int* Tm,
 
 typedef void (*mc_gemm_epilogue)(void* ctx, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 
-// batch x [C = A @ B] (A: M x K, B: K x N, C: M x N, each contiguous) on `threads` threads
-// (0: OpenMP's default); epi(ctx, b, i0, rows, j0, cols), if given, on each finished tile.  Many
-// small products: one per thread at a time; otherwise each product is split into one block per
-// thread (mc_gemm_grid).
-extern "C" void mc_gemm_f32(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
-                            int64_t K, int threads, mc_gemm_epilogue epilogue, void* ctx) {
+// batch x [C = A @ B] (A: M x K, B: K x N, C: M x N, each contiguous; ta / tb: A / B given as
+// their contiguous transposes, a matrix of the stack at a time) on `threads` threads (0: OpenMP's
+// default); epi(ctx, b, i0, rows, j0, cols), if given, on each finished tile.  Many small
+// products: one per thread at a time; otherwise each product is split into one block per thread
+// (mc_gemm_grid).
+extern "C" void mc_gemm_f32(const float* A, int ta, const float* B, int tb, float* C, int64_t batch, int64_t M,
+                            int64_t N, int64_t K, int threads, mc_gemm_epilogue epilogue, void* ctx) {
     if (threads <= 0) threads = omp_get_max_threads();
     auto epi = [=](int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
         if (epilogue) epilogue(ctx, b, i0, rows, j0, cols);
@@ -245,7 +263,7 @@ extern "C" void mc_gemm_f32(const float* A, const float* B, float* C, int64_t ba
     if (threads <= 1 || (batch >= threads && M * N * K < (1 << 22))) {
         #pragma omp parallel for schedule(static) num_threads(threads) if(threads > 1)
         for (int64_t b = 0; b < batch; ++b)
-            mc_gemm_block(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, 0, M, 0, N,
+            mc_gemm_block(A + b * M * K, ta, B + b * K * N, tb, C + b * M * N, M, N, K, 0, M, 0, N,
                           [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
         return;
     }
@@ -261,7 +279,7 @@ extern "C" void mc_gemm_f32(const float* A, const float* B, float* C, int64_t ba
         const int64_t r0 = row_panels * tm / gm * MC_MR, r1 = row_panels * (tm + 1) / gm * MC_MR;
         const int64_t c0 = col_panels * tn / gn * MC_NR, c1 = col_panels * (tn + 1) / gn * MC_NR;
         for (int64_t b = 0; b < batch; ++b)
-            mc_gemm_block(A + b * M * K, B + b * K * N, C + b * M * N, M, N, K, r0, r1 < M ? r1 : M, c0,
+            mc_gemm_block(A + b * M * K, ta, B + b * K * N, tb, C + b * M * N, M, N, K, r0, r1 < M ? r1 : M, c0,
                           c1 < N ? c1 : N, [&](int64_t i, int64_t mr, int64_t j, int64_t nr) { epi(b, i, mr, j, nr); });
     }
 }
@@ -322,6 +340,56 @@ def eligible(ext: L.Extern, schedule) -> tuple[int, int, int, int] | None:
     return batch, m, k, n
 
 
+def _contiguous(buf) -> bool:
+    """Row-major contiguous (the stride of a size-1 axis is never used)."""
+    return buf is not None and all(st == c for st, c, n in zip(buf.strides, L.contiguous_strides(buf.shape), buf.shape)
+                                   if n != 1)
+
+
+def _swaps_last_two(node) -> bool:
+    """Whether the view ``node`` swaps the last two axes and keeps the others."""
+    nd = len(node.shape)
+    swapped = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    if node.op.name != "transpose":
+        return False
+    axes = node.args[1] if len(node.args) > 1 else None
+    return tuple(range(nd))[::-1] == swapped if axes is None else tuple(a % nd for a in axes) == swapped
+
+
+def _layout(name: str, schedule) -> tuple[str, bool] | None:
+    """``(buffer, transposed)`` when the array ``name`` is the data of a
+    contiguous buffer as it is (a reshape of one is too), or with its last two
+    axes swapped; None for any other view."""
+    if _contiguous(schedule.buffers.get(name)):
+        return name, False
+    view = schedule.views.get(name)
+    if view is None or not view.inputs:
+        return None
+    inner = _layout(view.inputs[0].name, schedule)
+    if inner is None or inner[1]:
+        return None
+    if view.op.name == "reshape":
+        return inner
+    return (inner[0], True) if _swaps_last_two(view) else None
+
+
+def operands(ext: L.Extern, schedule) -> list[tuple[str, bool | None]]:
+    """How the GEMM reads each operand of an eligible matmul: ``(buffer, False)``
+    for the data of a contiguous buffer, ``(base, True)`` for a view swapping
+    its last two axes (``w.T``, ``k.transpose(0, 1, 3, 2)``,
+    ``x.reshape(-1, d).T``: packing reads the transpose in place), else
+    ``(name, None)``: the operand must be made contiguous first (a copy)."""
+    layouts = []
+    for position, ref in enumerate(ext.args):
+        layout = _layout(ref.name, schedule)
+        # A stack whose rows are flattened (row_axes) must be one contiguous block.
+        if layout is None or (layout[1] and position == 0 and row_axes(ext, schedule) > 1):
+            layouts.append((ref.name, None))
+        else:
+            layouts.append(layout)
+    return layouts
+
+
 def fusable_epilogue(ext: L.Extern, kernel) -> bool:
     """Whether ``kernel`` (the step after ``ext``) is pointwise over the
     product's own shape and reads the product only at its own element, so it
@@ -374,16 +442,17 @@ def tile_axes(shape: tuple, rows: int = 1) -> dict[str, tuple[str, str]]:
 # that :func:`..cpp_runtime.bind` sets when the library is loaded.
 GEMM_DECLARATIONS = r"""
 typedef void (*mc_gemm_epilogue)(void* ctx, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
-typedef void (*mc_gemm_fn)(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
-                           int64_t K, int threads, mc_gemm_epilogue epilogue, void* ctx);
+typedef void (*mc_gemm_fn)(const float* A, int ta, const float* B, int tb, float* C, int64_t batch, int64_t M,
+                           int64_t N, int64_t K, int threads, mc_gemm_epilogue epilogue, void* ctx);
 // Until the runtime is bound (it always is, on load): the same contract, one dot product at a time.
-static void mc_gemm_unbound(const float* A, const float* B, float* C, int64_t batch, int64_t M, int64_t N,
-                            int64_t K, int, mc_gemm_epilogue epilogue, void* ctx) {
+static void mc_gemm_unbound(const float* A, int ta, const float* B, int tb, float* C, int64_t batch, int64_t M,
+                            int64_t N, int64_t K, int, mc_gemm_epilogue epilogue, void* ctx) {
     for (int64_t b = 0; b < batch; ++b)
         for (int64_t i = 0; i < M; ++i) {
             for (int64_t j = 0; j < N; ++j) {
                 float acc = 0.0f;
-                for (int64_t k = 0; k < K; ++k) acc += A[(b * M + i) * K + k] * B[(b * K + k) * N + j];
+                for (int64_t k = 0; k < K; ++k)
+                    acc += A[b * M * K + (ta ? k * M + i : i * K + k)] * B[b * K * N + (tb ? j * K + k : k * N + j)];
                 C[(b * M + i) * N + j] = acc;
             }
             if (epilogue) epilogue(ctx, b, i, 1, 0, N);
@@ -411,6 +480,7 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = (),
     if shape is None:
         return None
     batch, m, k, n = shape
+    ta, tb = (int(bool(t)) for _, t in operands(ext, schedule))
     name, extra = epilogue if epilogue else (kernel_name(ext), [])
     # No __restrict here: the epilogue's parameters include the product C itself
     # (and in-place outputs may share its storage); the tile function has its own.
@@ -431,11 +501,13 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = (),
         f'extern "C" void {name}({", ".join(params + sizes)})',
         "{",
         f"    // C ({m} x {n}) = A ({m} x {k}) @ B ({k} x {n}), {batch} time(s)"
+        + "".join(f"; {o} read transposed in place" for o, t in (("A", ta), ("B", tb)) if t)
         + ("; the epilogue on each finished tile" if epilogue else ""),
     ]
     if epilogue:
         lines.append(f"    {name}_ctx ctx = {{{', '.join(f for _, f in fields)}}};")
-    lines += [f"    mc_gemm_f32(A, B, C, {_c(batch)}, {_c(m)}, {n}, {k}, {_threads(batch * m * k * n)}, {epi}, {ctx});",
+    lines += [f"    mc_gemm_f32(A, {ta}, B, {tb}, C, {_c(batch)}, {_c(m)}, {n}, {k}, {_threads(batch * m * k * n)}, "
+              f"{epi}, {ctx});",
               "}"]
     # The entry taking arrays: each parameter's data pointer, read at the array's data offset.
     obj_params = ", ".join([f"void* a{i}" for i in range(len(params))] + [f"int64_t {s}" for s in symbols])
