@@ -43,3 +43,9 @@ strict: bool = bool(_env_int("STRICT", 0))
 # tile of the product (its epilogue: a bias, an activation, a residual add)
 # instead of as a kernel of its own that reads the product back from memory.
 cpp_matmul_epilogues: bool = bool(_env_int("CPP_MATMUL_EPILOGUES", 1))
+
+# Keep the arrays of a compiled graph's intermediate buffers from one call to
+# the next (one set per thread) instead of allocating them afresh: large fresh
+# arrays cost a page fault per page on every call.  Memory: the graph's peak
+# intermediate bytes stay allocated per calling thread.
+keep_intermediates: bool = bool(_env_int("KEEP_INTERMEDIATES", 1))

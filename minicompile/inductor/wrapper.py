@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import ctypes
 import keyword
+import threading
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import config
 from ..ir.dtypes import short_name
 from ..ir.graph import format_value
 from ..ir.symbolic import input_symbols
@@ -84,7 +86,7 @@ class _WrapperWriter:
         self.kernel_args = kernel_args
         self.lines: list[str] = []
         self.globals_used: dict[str, str] = {}  # global name -> what it is (for the namespace)
-        reserved = {"np", "nan", "inf", "_np", "_empty"} | {k.name for k in schedule.kernels} | set(kernel_args)
+        reserved = {"np", "nan", "inf", "_np", "_empty", "_kept"} | {k.name for k in schedule.kernels} | set(kernel_args)
         reserved |= {f"_op_{n.op.name}" for n in schedule.graph.calls}
         reserved |= {_dtype_global(b.dtype) for b in schedule.buffers.values()}
         # Size symbols (dynamic shapes): read off the inputs on entry, passed to every kernel.
@@ -93,6 +95,14 @@ class _WrapperWriter:
         self.names = Names(reserved)
         self.var: dict[str, str] = {}  # buffer/view/input name -> local variable
         self.kernel_read = {b for args in kernel_args.values() for b in args}
+        self.kept = kept_buffers(schedule, kernel_args, plan) if config.keep_intermediates else set()
+
+    def allocate(self, name: str, shape: tuple, dtype: np.dtype) -> str:
+        """The expression allocating buffer ``name``: a fresh array, or the
+        array this thread kept from the last call (see kept_buffers)."""
+        if name in self.kept:
+            return f"_kept({name!r}, {shape!r}, {_dtype_global(dtype)})"
+        return f"_empty({shape!r}, {_dtype_global(dtype)})"
 
     def emit(self, text: str) -> None:
         self.lines.append("    " + text)
@@ -159,7 +169,7 @@ class _WrapperWriter:
                 self.emit(f"{local} = {self.var[old]}.view({_dtype_global(buf.dtype)}).reshape({buf.shape!r})"
                           f"  # reuses {old}")
             else:
-                self.emit(f"{local} = _empty({buf.shape!r}, {_dtype_global(buf.dtype)})")
+                self.emit(f"{local} = {self.allocate(store.buffer, buf.shape, buf.dtype)}")
         if 0 in kernel.ranges:
             self.emit(f"# {kernel.name}: nothing to compute (empty output)")
             return
@@ -190,7 +200,7 @@ class _WrapperWriter:
         computes it, later."""
         out = self.names.new(f"buf_{ext.name}")
         self.var[ext.name] = out
-        self.emit(f"{out} = _empty({ext.shape!r}, {_dtype_global(ext.dtype)})")
+        self.emit(f"{out} = {self.allocate(ext.name, ext.shape, ext.dtype)}")
         if not self.kernel_args[kernel]:
             self.emit(f"# {ext.name} is computed by the kernel that runs its epilogue")
             return
@@ -206,6 +216,53 @@ class _WrapperWriter:
         self.emit(f"{kernel}({', '.join(args)})  # generated, not BLAS")
 
 
+def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory.MemoryPlan) -> set[str]:
+    """Buffers whose arrays a thread keeps from one call to the next.
+
+    A fresh ``np.empty`` of a large array costs a page fault per 4 KiB page on
+    first touch, every call (glibc returns allocations above 32 MiB to the
+    system when they are freed): for MobileNetV2 at batch 32 that was about a
+    fifth of the time.  Keeping the arrays — as torch's caching allocator keeps
+    its blocks — avoids it.  Only arrays that cannot reach the caller are kept:
+    intermediates the memory plan allocates fresh (never outputs, bases of
+    views, or storage handed on) and products of generated matmuls that are
+    not outputs, and of those only ones that no NumPy call reads, since a NumPy
+    function may return its argument itself.  Each thread keeps its own, so
+    concurrent calls never share them."""
+    seen_by_numpy = {n.name for n in schedule.graph.outputs} | {i.name for v in schedule.views.values() for i in v.inputs}
+    products = set()
+    for step in schedule.steps:
+        if not isinstance(step, L.Extern):
+            continue
+        if cpp_matmul.kernel_name(step) in kernel_args:
+            products.add(step.name)
+        else:
+            seen_by_numpy |= set(step.inputs)
+    # A buffer the plan hands on (plan.reuse) shares its array with those that take it over.
+    root: dict[str, str] = {}
+    for b in plan.intermediates:
+        old = plan.reuse.get(b)
+        root[b] = root.get(old, old) if old is not None else b
+    shared_with_numpy = {root.get(b, b) for b in seen_by_numpy}
+    fresh = {b for b in plan.intermediates if b not in plan.reuse}
+    return (fresh | products) - seen_by_numpy - shared_with_numpy
+
+
+def _keeper() -> Callable[[str, tuple, np.dtype], np.ndarray]:
+    """``_kept(name, shape, dtype)``: this thread's array for buffer ``name``,
+    allocated on first use (or when the shape changed: dynamic shapes)."""
+    local = threading.local()
+
+    def kept(name: str, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        arrays = local.__dict__.setdefault("arrays", {})
+        array = arrays.get(name)
+        if array is None or array.shape != shape or array.dtype != dtype:
+            array = arrays[name] = np.empty(shape, dtype)
+        return array
+
+    return kept
+
+
 def generate(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory.MemoryPlan | None = None) -> str:
     """The source of the wrapper function ``call``."""
     plan = plan if plan is not None else memory.plan(schedule, kernel_args)
@@ -215,7 +272,7 @@ def generate(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory
 def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], lib: ctypes.CDLL | None) -> Callable[..., tuple]:
     """Exec the wrapper source; kernels are bound as ctypes functions once, here."""
     namespace: dict[str, Any] = {
-        "_np": np, "np": np, "_empty": np.empty, "nan": float("nan"), "inf": float("inf"),
+        "_np": np, "np": np, "_empty": np.empty, "_kept": _keeper(), "nan": float("nan"), "inf": float("inf"),
     }
     for buf in schedule.buffers.values():
         namespace[_dtype_global(buf.dtype)] = buf.dtype
