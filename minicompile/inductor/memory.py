@@ -9,7 +9,8 @@ A buffer is *dead* after the last step that reads it — or that reads an
 Extern result computed from it, which may be a view of it — unless the caller
 sees it: graph outputs, bases of output views and Extern results (NumPy owns
 those) are never reused.  A new buffer takes over a dead one of exactly the same
-byte size, so reuse costs at most a ``view``/``reshape`` of the old array.
+byte size (reuse costs at most a ``view``/``reshape`` of the old array), else
+the smallest dead one up to twice its size (a view of the first bytes).
 Only kernel outputs are planned: an Extern allocates its own result.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import get_op
-from ..ir.symbolic import size_hint
+from ..ir.symbolic import is_symbolic, size_hint
 from .scheduler import Kernel, Schedule
 
 # Op kinds whose NumPy implementation may return a view of an input.
@@ -41,6 +42,20 @@ def _reads(step, kernel_args: dict[str, list[str]]) -> list[str]:
         written = step.buffers_written
         return [b for b in kernel_args[step.name] if b not in written]
     return list(step.inputs)
+
+
+def _best_fit(name: str, free: list[str], nbytes: dict, itemsize: dict) -> str | None:
+    """The dead allocation ``name`` takes over: one of exactly its bytes and
+    item size (the wrapper's reuse is then a reshape/view), else the smallest
+    one of at least its bytes and at most twice them (the wrapper views a
+    prefix of its bytes; a bigger one would sit mostly idle while ``name``
+    lives).  Sizes only known at run time (dynamic shapes) must be equal."""
+    need = nbytes[name]
+    exact = next((f for f in free if nbytes[f] == need and itemsize[f] == itemsize[name]), None)
+    if exact is not None or is_symbolic(need) or need == 0:
+        return exact
+    larger = [f for f in free if not is_symbolic(nbytes[f]) and need <= nbytes[f] <= 2 * need]
+    return min(larger, key=lambda f: nbytes[f]) if larger else None
 
 
 def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
@@ -76,9 +91,7 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
             if name in pinned:
                 continue
             result.intermediates.append(name)
-            # Same bytes and same item size: reuse is then a reshape/view that always works
-            # (a dtype-changing view of a 0-d or oddly sized array is refused by NumPy).
-            match = next((f for f in free if nbytes[f] == nbytes[name] and itemsize[f] == itemsize[name]), None)
+            match = _best_fit(name, free, nbytes, itemsize)
             if match is not None:
                 free.remove(match)
                 result.reuse[name] = match

@@ -25,7 +25,7 @@ import numpy as np
 from .. import config
 from ..ir.dtypes import short_name
 from ..ir.graph import format_value
-from ..ir.symbolic import input_symbols
+from ..ir.symbolic import input_symbols, is_symbolic
 from . import loop_ir as L
 from . import memory
 from .codegen import cpp_matmul
@@ -165,7 +165,14 @@ class _WrapperWriter:
                 continue
             local = self.names.new(f"buf_{store.buffer}")
             self.var[store.buffer] = local
-            if old is not None:
+            old_buf = self.s.buffers.get(old) if old is not None else None
+            nbytes = buf.numel * buf.dtype.itemsize
+            if old_buf is not None and not is_symbolic(nbytes) and not is_symbolic(old_buf.numel) \
+                    and (old_buf.numel * old_buf.dtype.itemsize, old_buf.dtype.itemsize) != (nbytes, buf.dtype.itemsize):
+                # a larger dead buffer (memory.plan): a view of its first bytes
+                self.emit(f"{local} = {self.var[old]}.reshape(-1).view(_np.uint8)[:{nbytes}]"
+                          f".view({_dtype_global(buf.dtype)}).reshape({buf.shape!r})  # reuses {old}")
+            elif old is not None:
                 self.emit(f"{local} = {self.var[old]}.view({_dtype_global(buf.dtype)}).reshape({buf.shape!r})"
                           f"  # reuses {old}")
             else:

@@ -292,3 +292,18 @@ def test_short_float32_window_sums_accumulate_in_float32():
     compiled = check(g, [rand(64, 9)])
     kernel = compiled.kernel_source.split('extern "C"', 1)[1]
     assert "float acc0 = 0;" in kernel and "double acc" not in kernel
+
+
+def test_a_dead_buffer_up_to_twice_the_size_is_reused_for_a_smaller_one(monkeypatch):
+    # exp (64x64) dies at the first matmul; tanh of the sliced product (64x40
+    # float32: 10 KiB of exp's 16 KiB) takes a view of its first bytes.
+    monkeypatch.setattr(config, "cpp_matmul_epilogues", False)
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta((64, 64), F32))
+    w = g.placeholder("w", TensorMeta((40, 8), F32))
+    a = g.call("exp", x)
+    b = g.call("matmul", a, a)
+    c = g.call("tanh", g.call("getitem", b, (slice(None), slice(0, 40))))
+    g.output([g.call("matmul", c, w)])
+    compiled = check(g, [rand(64, 64) * 0.1, rand(40, 8, seed=1)])
+    assert ".view(_np.uint8)[:10240]" in compiled.wrapper_source and "# reuses exp" in compiled.wrapper_source
