@@ -122,7 +122,8 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
-    matmul_lines = cpp.describe_matmuls(sched, kernel_args)
+    epilogues = cpp.matmul_epilogues(sched)  # (cpp.generate made the same choice)
+    matmul_lines = cpp.describe_matmuls(sched, kernel_args, epilogues)
     if matmul_lines:
         logs.log("schedule", lambda: "\n".join(matmul_lines))
     schedule_text = "\n".join([str(sched)] + matmul_lines)
@@ -145,7 +146,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
                              schedule_text, peak_intermediate_bytes=plan.peak_intermediate_bytes)
     compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}
-    for kernel, ext in cpp.matmul_epilogues(sched).items():  # the kernel computes the product too
+    for kernel, ext in epilogues.items():  # the kernel computes the product too
         compiled.kernel_origins[kernel] = [ext.name] + compiled.kernel_origins[kernel]
     # Matmuls generated as C++ with an entry of their own (one run inside its epilogue has none).
     compiled.extern_kernels = [name for name, args in kernel_args.items()

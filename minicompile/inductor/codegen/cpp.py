@@ -812,10 +812,12 @@ def matmul_epilogues(schedule: Schedule) -> dict[str, L.Extern]:
     return fused
 
 
-def describe_matmuls(schedule: Schedule, kernel_args: dict[str, list[str]]) -> list[str]:
+def describe_matmuls(schedule: Schedule, kernel_args: dict[str, list[str]],
+                     epilogues: dict[str, L.Extern]) -> list[str]:
     """One line per matmul generated as C++, for the schedule log (the
-    scheduler itself only knows them as Externs)."""
-    fused = {ext.name: kernel for kernel, ext in matmul_epilogues(schedule).items()}
+    scheduler itself only knows them as Externs); ``epilogues`` is
+    :func:`matmul_epilogues` of the schedule."""
+    fused = {ext.name: kernel for kernel, ext in epilogues.items()}
     lines = []
     for ext in schedule.steps:
         if not isinstance(ext, L.Extern) or cpp_matmul.kernel_name(ext) not in kernel_args:
