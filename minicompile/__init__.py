@@ -8,11 +8,11 @@
 """
 from . import ir
 from .aot import Tensor, grad, no_grad, value_and_grad
-from .api import compile, explain, reset
+from .api import compile, empty_cache, explain, reset
 from .dynamo import ExplainOutput, GraphBreakError
 from .profiler import profile
 from .report import report  # the function; the package stays importable as minicompile.report.*
 
-__all__ = ["compile", "explain", "reset", "GraphBreakError", "ExplainOutput", "ir",
+__all__ = ["compile", "explain", "reset", "empty_cache", "GraphBreakError", "ExplainOutput", "ir",
            "Tensor", "grad", "value_and_grad", "no_grad", "profile", "report"]
 __version__ = "0.1.0"

@@ -49,3 +49,13 @@ cpp_matmul_epilogues: bool = bool(_env_int("CPP_MATMUL_EPILOGUES", 1))
 # arrays cost a page fault per page on every call.  Memory: the graph's peak
 # intermediate bytes stay allocated per calling thread.
 keep_intermediates: bool = bool(_env_int("KEEP_INTERMEDIATES", 1))
+
+# Allocate the arrays a large compiled graph returns (and NumPy's results
+# inside it) through minicompile's caching allocator: a freed array's block is
+# kept and handed to the next array of about its size, instead of returned to
+# the system and faulted in again page by page (see inductor/cpp_allocator.py).
+cached_allocator: bool = bool(_env_int("CACHED_ALLOCATOR", 1))
+
+# The most bytes of freed blocks the caching allocator keeps (oldest go first);
+# ``minicompile.empty_cache()`` returns them all.
+allocator_cache_bytes: int = _env_int("ALLOCATOR_CACHE_BYTES", 1 << 30)

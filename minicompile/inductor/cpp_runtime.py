@@ -4,6 +4,8 @@ In:  a kernel library (``ctypes.CDLL``) just loaded by :mod:`.codecache`.
 Out: :func:`bind` hands it the runtime's entry points — today the packed
      float32 GEMM of :mod:`.codegen.cpp_matmul` — through the ``mc_bind_*``
      setters the library exports (a library without them needs nothing).
+     :func:`library` is the runtime itself, which also holds the caching
+     allocator of :mod:`.cpp_allocator`.
 
 Why a library of its own: the GEMM is the same for every graph, and compiling
 it takes about a second — as long as a whole graph's kernels.  It is compiled
@@ -23,9 +25,18 @@ import threading
 from .. import config
 from . import codecache
 from .codegen import cpp_matmul
+from .cpp_allocator import ALLOCATOR_SOURCE
+
+SOURCE = cpp_matmul.GEMM_SOURCE + ALLOCATOR_SOURCE
 
 _lock = threading.Lock()
 _gemm: int | None = None
+
+
+def library() -> ctypes.CDLL:
+    """The runtime library, compiled on first use (raises what ``codecache.load`` raises)."""
+    lib, _, _ = codecache.load(SOURCE, cache_dir=config.runtime_dir)
+    return lib
 
 
 def gemm_address() -> int:
@@ -33,8 +44,7 @@ def gemm_address() -> int:
     global _gemm
     with _lock:
         if _gemm is None:
-            lib, _, _ = codecache.load(cpp_matmul.GEMM_SOURCE, cache_dir=config.runtime_dir)
-            _gemm = ctypes.cast(lib.mc_gemm_f32, ctypes.c_void_p).value
+            _gemm = ctypes.cast(library().mc_gemm_f32, ctypes.c_void_p).value
         return _gemm
 
 

@@ -27,7 +27,7 @@ from ..ir.dtypes import short_name
 from ..ir.graph import format_value
 from ..ir.symbolic import input_symbols, is_symbolic
 from . import loop_ir as L
-from . import memory
+from . import cpp_allocator, memory
 from .codegen import cpp_matmul
 from .codegen.cpp import ARRAY_DATA_OFFSET
 from .scheduler import Kernel, Schedule
@@ -301,5 +301,18 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
             fn.restype = None
             namespace[name] = fn
     exec(compile(source, "<minicompile wrapper>", "exec"), namespace)
-    return namespace["call"]
+    call = namespace["call"]
+    return cpp_allocator.allocating_from_cache(call) if allocates_large_arrays(schedule) else call
+
+
+def allocates_large_arrays(schedule: Schedule) -> bool:
+    """Whether a call may allocate an array big enough for the caching allocator
+    (a size known only at run time may be)."""
+    for buf in schedule.buffers.values():
+        if buf.kind != "input":
+            if any(is_symbolic(d) for d in buf.shape):
+                return True
+            if buf.numel * buf.dtype.itemsize >= cpp_allocator.MIN_CACHED_BYTES:
+                return True
+    return False
 
