@@ -11,7 +11,10 @@ run — loads instead of compiling.  Each ``<key>.so`` sits next to
 rebuilt, never loaded.  Writes are atomic: compile to a file unique to this
 process and thread in the same directory, then ``os.replace`` it into place,
 so processes compiling the same source at once each finish with a complete
-library.  Within a process a dict remembers what is loaded.
+library.  Within a process a dict remembers what is loaded.  A cache
+directory that cannot be written (read-only, not a directory, no space) is
+not fatal: the process compiles into a private temporary directory instead,
+with one warning saying which directory failed and why.
 """
 from __future__ import annotations
 
@@ -21,7 +24,9 @@ import os
 import platform
 import shutil
 import subprocess
+import tempfile
 import threading
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -187,9 +192,31 @@ def load(source: str, cache_dir: Path | None = None) -> tuple[ctypes.CDLL, Path,
         lib = _loaded.get(key)
         if lib is not None:
             return lib, lib_path, [cxx, *flags]
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
-        if lib is None:
-            lib = _compile(cxx, flags, source, lib_path, sum_path)
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
+            if lib is None:
+                lib = _compile(cxx, flags, source, lib_path, sum_path)
+        except OSError as why:  # the cache directory is not usable; the compile itself did not fail
+            private = _private_dir(cache_dir, why)
+            lib_path, sum_path = private / lib_path.name, private / sum_path.name
+            lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
+            if lib is None:
+                lib = _compile(cxx, flags, source, lib_path, sum_path)
         _loaded[key] = lib
         return lib, lib_path, [cxx, *flags]
+
+
+_private: Path | None = None
+
+
+def _private_dir(unusable: Path, why: OSError) -> Path:
+    """This process's own directory for libraries, made (and announced) once."""
+    global _private
+    if _private is None:
+        _private = Path(tempfile.mkdtemp(prefix="minicompile-"))
+        warnings.warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
+                      f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
+                      "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.",
+                      stacklevel=4)
+    return _private

@@ -140,3 +140,21 @@ def test_compile_error_falls_back_and_shows_the_compiler_output(fresh_cache, mon
         compiled = compile_graph(small_graph(), [X])
     assert len(caught) == 1 and "no-such-flag" in str(caught[0].message)
     np.testing.assert_allclose(compiled(X)[0], small_graph()(X)[0])
+
+
+def test_unusable_cache_directory_compiles_into_a_private_one(tmp_path, monkeypatch):
+    """A cache path that cannot be a directory (a file is in the way) warns once and still compiles."""
+    blocker = tmp_path / "not_a_directory"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setattr(config, "cache_dir", blocker / "cache")
+    monkeypatch.setattr(codecache, "_loaded", {})
+    monkeypatch.setattr(codecache, "_private", None)
+    with pytest.warns(UserWarning, match="cannot use the compile cache directory"):
+        compiled = compile_graph(small_graph(), [X])
+    assert compiled.fallback_reason is None
+    np.testing.assert_allclose(compiled(X)[0], small_graph()(X)[0])
+    assert blocker.read_text().startswith("a file")  # nothing of the user's was touched
+    assert list(codecache._private.glob("*.so"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second graph says nothing more
+        compile_graph(small_graph(3.0), [X])
