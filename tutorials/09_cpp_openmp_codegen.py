@@ -120,8 +120,9 @@ np.testing.assert_allclose(colsum(yv)[0], yv.sum(axis=0), rtol=1e-4, atol=1e-3)
 # function pointer.  Running in the same OpenMP pool as the other kernels, it
 # never fights a BLAS thread pool for the cores.  The pointwise kernel after
 # it — here the bias and the GELU — becomes its *epilogue*: a `_tile`
-# function the GEMM calls on each finished 6 x 16 tile while the tile is
-# still in L1, so the product is never read back from memory.  This is
+# function the GEMM calls on each finished panel of the product (16 columns
+# of at most 144 rows) while it is still in L1, so the product is never read
+# back from memory.  This is
 # Inductor's CPU GEMM template with epilogue fusion (`cpp_gemm_template.py`),
 # and the Triton template of tutorial 10.
 
@@ -143,3 +144,39 @@ assert mlp_layer.kernels == ["kernel_0_add_multiply_tanh_add_multiply"] and "_op
 xv, wv, bv = inputs
 pre_v = xv @ wv + bv
 np.testing.assert_allclose(mlp_layer(*inputs)[0], pre_v * 0.5 * (np.tanh(pre_v) + 1.0), rtol=1e-4, atol=1e-4)
+
+# %% [markdown]
+# ## Where the outputs' memory comes from: the caching allocator
+#
+# A new 16 MB array costs a page fault per page the first time the kernel
+# writes it, and the operating system zeroes every page first; glibc hands
+# big blocks back to the system when they are freed, so a graph that returns
+# large arrays would pay that on every call.  A graph whose arrays are large
+# runs with NumPy's memory handler switched (`PyDataMem_SetHandler`, for this
+# thread and only during the call) to the caching allocator of the C++
+# runtime (`inductor/cpp_allocator.py`): a freed array's block is kept and the
+# next array of about its size gets it.  The arrays are ordinary NumPy arrays
+# that own their data; `np._core.multiarray.get_handler_name(a)` names the
+# allocator that will free them.  This is the CPU twin of torch's CUDA caching
+# allocator, and `mc.empty_cache()` of `torch.cuda.empty_cache()`.
+
+# %%
+import minicompile as mc  # noqa: E402
+from minicompile.inductor import cpp_allocator  # noqa: E402
+
+
+@mc.compile
+def momentum_step(p, g, m):
+    m = 0.9 * m + 0.1 * g
+    return p - 0.01 * m, m
+
+
+p0, g0, m0 = (np.random.default_rng(3).standard_normal(1 << 20, dtype=np.float32) for _ in range(3))
+for _ in range(4):
+    new_p, new_m = momentum_step(p0, g0, m0)
+    del new_p, new_m  # freed: their blocks go back to the cache
+new_p, new_m = momentum_step(p0, g0, m0)
+print("allocated by:", np._core.multiarray.get_handler_name(new_p), "| owns its data:", new_p.flags.owndata)
+print("cache:", cpp_allocator.stats())
+assert np._core.multiarray.get_handler_name(new_p) in ("minicompile_cache", "default_allocator")
+np.testing.assert_allclose(new_m, 0.9 * m0 + 0.1 * g0, rtol=1e-6)
