@@ -55,7 +55,7 @@ class DynamicPolicy:
 
     def symbolic_axes(self, source: str, value: Any) -> list[int]:
         """The axes of ``value`` (at ``source``) this capture makes symbolic."""
-        if self.mode is False or type(value) is not np.ndarray or not value.flags.c_contiguous:
+        if self.mode is False or not _host_or_cupy_array(value) or not value.flags.c_contiguous:
             return []
         return [i for i, n in enumerate(value.shape)
                 if n >= 2 and (self.mode is True or (source, i) in self.dims)]
@@ -69,6 +69,12 @@ class DynamicPolicy:
     @property
     def any(self) -> bool:
         return self.mode is True or bool(self.dims)
+
+
+def _host_or_cupy_array(value: Any) -> bool:
+    """An ndarray or a CuPy array (same shape, strides and flags; cupy is never imported here)."""
+    kind = type(value)
+    return kind is np.ndarray or (kind.__module__.startswith("cupy") and kind.__name__ == "ndarray")
 
 
 class SymbolTable:

@@ -80,10 +80,11 @@ class GuardSet:
         self.add(source, f"{s}.strides == {tuple(value.strides)!r}", f"{s}.strides", lineno, kind="strides")
 
     def dynamic_array(self, source: Source, value: Any, shape: tuple, lineno: int | None) -> None:
-        """An ndarray input with symbolic sizes: type, rank, each static size,
+        """An ndarray (or CuPy array) input with symbolic sizes: type, rank, each static size,
         ``2 <= s`` per symbol, dtype, and C-contiguity in place of exact strides."""
         s = source.expr
-        self.add(source, f"type({s}) is ___ndarray", f"type({s})", lineno)
+        kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
+        self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
         self.add(source, f"len({s}.shape) == {len(shape)}", f"len({s}.shape)", lineno)
         for axis, n in enumerate(shape):
             dim = f"{s}.shape[{axis}]"

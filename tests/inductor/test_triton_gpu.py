@@ -67,6 +67,18 @@ def scores(q, k):
     return (q @ k) * 0.125
 
 
+def arg_extremes(x):
+    return np.argmax(x * 2.0 + 1.0, axis=-1), np.argmin(x, axis=0)
+
+
+def _with_nans_and_ties(shape):
+    x = np.round(_f32(*shape) * 2.0)  # few distinct values: many ties
+    x[3, 7] = np.nan
+    x[5, :] = np.nan  # a row of NaNs: position 0
+    x[:, 11] = np.float32(np.nan)
+    return x
+
+
 RNG = np.random.default_rng(0)
 
 
@@ -88,6 +100,8 @@ CASES = [
     ("ints", ints, lambda: (RNG.integers(-100, 100, (77, 33)).astype(np.int32),
                             RNG.integers(-100, 100, (77, 33)).astype(np.int32)), 0),
     ("transposed_tiles", transposed_sum, lambda: (_f32(3, 300, 129), _f32(3, 129, 1)), 1e-6),
+    ("arg_extremes", arg_extremes, lambda: (_f32(300, 1000),), 0),
+    ("arg_extremes_nan_ties", arg_extremes, lambda: (_with_nans_and_ties((64, 3000)),), 0),
     ("batched_f32", scores, lambda: (_f32(5, 100, 72), _f32(5, 72, 90)), 1e-4),
     ("batched_f16_shared", scores, lambda: (_f32(6, 128, 64).astype(np.float16),
                                            _f32(64, 96).astype(np.float16)), 2e-2),
@@ -172,3 +186,14 @@ def test_kernels_run_on_the_current_cupy_stream(tmp_path, monkeypatch):
         got = fn(x2)
     stream.synchronize()
     np.testing.assert_allclose(cp.asnumpy(got), gelu(cp.asnumpy(x2)), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_sizes_are_kernel_arguments_on_gpu(tmp_path, monkeypatch):
+    """After one size change the kernels take the sizes as arguments: later sizes reuse them."""
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    fn = mc.compile(softmax, backend="triton")
+    for rows, cols in ((64, 300), (96, 500), (7, 1000), (130, 33)):
+        host = _f32(rows, cols)
+        got = fn(cp.asarray(host))
+        np.testing.assert_allclose(cp.asnumpy(got), softmax(host), rtol=1e-5, atol=1e-6)
+    assert len(fn.cache) == 2  # the first shape, then one symbolic entry for every later size
