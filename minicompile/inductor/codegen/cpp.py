@@ -12,7 +12,9 @@ each kernel takes them as trailing ``const int64_t s0, ...`` arguments.  Loop st
 * the outer output loop is ``omp parallel for`` (above ``PARALLEL_MIN_WORK``),
   the innermost contiguous loop ``omp simd``;
 * a reduction's inner loop is ``omp simd reduction(...)``; a row kernel runs
-  one such loop per stage, then its row pass;
+  one such loop per stage, then its row pass; a float32 sum over a long row
+  adds into 32 partial sums (four vectors) per chunk instead, and a row read
+  by several passes prefetches the next row's inputs;
 * a reduction over a non-innermost axis (``x.sum(axis=0)``) keeps a block of
   accumulators along the contiguous output axis and streams rows through it;
 * a padded read (``pad_select``) computes its value inside an ``if`` on
@@ -62,6 +64,16 @@ ROW_SCRATCH_MAX = 1 << 14
 # Elements a float32 sum adds in float32 before adding the partial sum to its
 # float64 accumulator (see _KernelWriter._reduction_loops).
 SUM_CHUNK = 256
+# Within a chunk, a row kernel's float32 sums keep SUM_LANES partial sums, as
+# SUM_LANES // SUM_VECTOR vectors of SUM_VECTOR floats added independently: a
+# single accumulator waits on each vector add (3-4 cycles) and OpenMP's simd
+# reduction then adds its lanes one by one; see _KernelWriter._lane_sum_loops.
+SUM_VECTOR = 8
+SUM_LANES = 32
+# A row kernel that reads each row in several passes prefetches the next row's
+# inputs when the row is at most this many bytes (it stays in L1/L2 until used).
+PREFETCH_ROW_MAX = 1 << 16
+CACHE_LINE = 64
 EXPENSIVE_OPS = frozenset({"exp", "log", "tanh", "sqrt", "sin", "cos", "power", "floor_divide", "remainder"})
 
 CTYPES: dict[np.dtype, str] = {
@@ -349,6 +361,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.open_loops(out_vars, pragmas)
         if out_vars:
             self._plan_row_scratch(red_vars)
+            self._prefetch_next_row(out_vars, red_vars)
         identity = L.loop_index("x", k.ranges)
         for stage, accs in enumerate(stages):
             # One pass over the row per stage; a later stage reads the
@@ -424,6 +437,32 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             terms.append(v.name if step == 1 else f"{step}*{v.name}")
             step *= v.size
         self.scratch_index = " + ".join(reversed(terms))
+
+    def _prefetch_next_row(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> None:
+        """At the top of a row that several passes read: prefetch the next
+        row's inputs, a cache line at a time.  The hardware prefetcher starts
+        each row's stream afresh (it stops at page boundaries, and a row is a
+        page or two), so without this the first pass waits on memory while the
+        later passes, reading the row from L1, leave memory idle."""
+        k = self.kernel
+        if len(red_vars) != 1 or is_symbolic(k.work) or len([p for p in self._passes() if p]) < 2:
+            return
+        r, x = red_vars[0], out_vars[-1]
+        rows: dict[str, None] = {}
+        for body in (b for bodies in self._passes() for b in bodies):
+            for ld in data_loads(body):
+                if ld.buffer in self.written:
+                    continue
+                buf = self.buffers[ld.buffer]
+                offset = L.linearize(ld.index, buf.strides)
+                line = CACHE_LINE // buf.dtype.itemsize
+                if offset.coeff(r) != 1 or offset.coeff(x) == 0 or r.size * buf.dtype.itemsize > PREFETCH_ROW_MAX:
+                    continue
+                rows.setdefault(f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += {line}) "
+                                f"__builtin_prefetch(&{self.param(ld.buffer)}[{self.offset(ld.buffer, ld.index)} "
+                                f"+ {offset.coeff(x)}]);")
+        for text in rows:
+            self.line(text)
 
     def _enter_pass(self, pass_index: int) -> None:
         """At the top of a pass's inner loop body: read the scratch values an
@@ -671,6 +710,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
                 pragmas[0] = self.parallel(" simd" + outer if simd else outer)
         elif parallel and len(red_vars) > 1:
             pragmas[0] = self.parallel(outer)
+        if chunked and len(chunked) == len(accs) and inner.size >= SUM_LANES:
+            self._lane_sum_loops(accs, red_vars, parallel, pass_index, outer)
+            return
         saved = dict(self.memo)
         if chunked:
             self.open_loops(red_vars[:-1], pragmas)
@@ -688,21 +730,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             self.depth += 1
         else:
             self.open_loops(red_vars, pragmas)
-        self._enter_pass(pass_index)
-        for acc, store in accs:
-            red = store.reduction
-            if red.is_arg:
-                self._arg_step(acc, red, store.body)
-                continue
-            t = "float" if acc in chunked else self._acc_ctype(store)
-            target = f"{acc}_c" if acc in chunked else acc
-            v = f"({t})({self.compute(store.body)})"
-            step = self.tmp("v")
-            self.line(f"{t} {step} = {v};")
-            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=target, v=step)
-            self.line(f"{target} = ({t})({combine});")
-            if self._tracks_nan(red):
-                self.line(f"{acc}_nan |= ({step} != {step});")
+        self._accumulate(accs, pass_index, {a: f"{a}_c" for a in chunked})
         if chunked:
             self.close_loops(1)
             for acc in sorted(chunked):
@@ -713,6 +741,92 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             self.close_loops(len(red_vars))
         # Values computed inside the reduction loop are out of scope after it.
         self.memo = saved
+
+    def _accumulate(self, accs: list[tuple[str, object]], pass_index: int, targets: dict[str, str]) -> None:
+        """The body of a reduction loop: each element's value, added into its
+        accumulator (``targets`` names a float32 partial sum instead)."""
+        self._enter_pass(pass_index)
+        for acc, store in accs:
+            red = store.reduction
+            if red.is_arg:
+                self._arg_step(acc, red, store.body)
+                continue
+            t = "float" if acc in targets else self._acc_ctype(store)
+            target = targets.get(acc, acc)
+            v = f"({t})({self.compute(store.body)})"
+            step = self.tmp("v")
+            self.line(f"{t} {step} = {v};")
+            combine = REDUCTION_COMBINE[red.reduction_type].format(acc=target, v=step)
+            self.line(f"{target} = ({t})({combine});")
+            if self._tracks_nan(red):
+                self.line(f"{acc}_nan |= ({step} != {step});")
+
+    def _lane_sum_loops(self, accs: list[tuple[str, object]], red_vars: list[L.Var], parallel: bool,
+                        pass_index: int, clauses: str) -> None:
+        """Float32 sums over a row, in chunks of SUM_CHUNK as _reduction_loops
+        does, but each chunk adds into SUM_LANES partial sums ``acc_p``: element
+        ``r_b + j`` of a block of SUM_LANES goes to lane ``j``, and the block's
+        SUM_LANES // SUM_VECTOR vector adds do not wait on each other (one
+        accumulator is bound by the add's latency, about twice slower).  The
+        chunk's lanes then add pairwise (vector adds, then 8 floats) into the
+        float64 total, as the chunk's single float32 sum did.  The last
+        ``n % SUM_LANES`` elements of the row take the plain chunk loop."""
+        r = red_vars[-1]
+        n, lanes = r.size, SUM_LANES
+        body_end = n - n % lanes
+        if parallel and len(red_vars) > 1:
+            self.line(self.parallel(clauses))
+        self.open_loops(red_vars[:-1], {})
+        if parallel and len(red_vars) == 1:
+            self.line(self.parallel(clauses))
+        self.line(f"for (int64_t {r.name}_c = 0; {r.name}_c < {body_end}; {r.name}_c += {SUM_CHUNK})")
+        self.line("{")
+        self.depth += 1
+        for acc, _ in accs:
+            self.line(f"float {acc}_p[{lanes}] = {{}};")
+        end = f"{r.name}_c + {SUM_CHUNK}"
+        if body_end % SUM_CHUNK:
+            end = f"({end} < {body_end} ? {end} : {body_end})"
+        self.line(f"for (int64_t {r.name}_b = {r.name}_c; {r.name}_b < {end}; {r.name}_b += {lanes})")
+        self.line("{")
+        self.depth += 1
+        self.line(f"#pragma GCC unroll {lanes // SUM_VECTOR}")
+        self.line(f"for (int64_t {r.name}_k = 0; {r.name}_k < {lanes}; {r.name}_k += {SUM_VECTOR})")
+        self.line("{")
+        self.depth += 1
+        self.line("#pragma omp simd")
+        self.line(f"for (int64_t {r.name}_j = {r.name}_k; {r.name}_j < {r.name}_k + {SUM_VECTOR}; ++{r.name}_j)")
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t {r.name} = {r.name}_b + {r.name}_j;")
+        saved = dict(self.memo)
+        self._accumulate(accs, pass_index, {a: f"{a}_p[{r.name}_j]" for a, _ in accs})
+        self.memo = saved
+        self.close_loops(3)
+        for acc, _ in accs:
+            p = f"{acc}_p"
+            half = lanes
+            while half > SUM_VECTOR:  # fold the upper half of the lanes onto the lower
+                half //= 2
+                self.line(f"for (int64_t i = 0; i < {half}; ++i) {p}[i] += {p}[i + {half}];")
+            self.line(f"{acc} += (double)((({p}[0] + {p}[1]) + ({p}[2] + {p}[3])) + "
+                      f"(({p}[4] + {p}[5]) + ({p}[6] + {p}[7])));")
+        self.close_loops(1)
+        if body_end < n:
+            for acc, _ in accs:
+                self.line(f"float {acc}_c = 0;")
+            names = " ".join(f"reduction(+:{acc}_c)" for acc, _ in accs)
+            self.line(f"#pragma omp simd {names}")
+            self.line(f"for (int64_t {r.name} = {body_end}; {r.name} < {n}; ++{r.name})")
+            self.line("{")
+            self.depth += 1
+            saved = dict(self.memo)
+            self._accumulate(accs, pass_index, {a: f"{a}_c" for a, _ in accs})
+            self.memo = saved
+            self.close_loops(1)
+            for acc, _ in accs:
+                self.line(f"{acc} += (double){acc}_c;")
+        self.close_loops(len(red_vars) - 1)
 
     def _store(self, buffer: str, index: tuple[L.Expr, ...], expr: str, dtype: np.dtype) -> None:
         name = self.tmp("st")  # not "s": size symbols are s0, s1, ...
