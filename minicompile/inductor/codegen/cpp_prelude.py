@@ -87,11 +87,10 @@ template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
 }
 
 // float32 exp, log and tanh, written so that the compiler vectorizes them
-// (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  log
-// computes in double, where short polynomials leave an error far below a
-// float32 ulp; exp and tanh compute in float (twice the lanes per vector) with
-// careful reductions.  Each result is within 1 ulp of the correctly rounded
-// one.  Special values (NaN, +-inf, 0, negatives for log) are selected at the
+// (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  They
+// compute in float (twice the lanes per vector of double, and no double
+// divide) with careful reductions.  Each result is within 1 ulp of the
+// correctly rounded one.  Special values (NaN, +-inf, 0, negatives for log) are selected at the
 // end, without branches.
 // Polynomial steps as fused multiply-adds where the CPU has them: one rounding
 // instead of two, so faster and no less accurate.  (-ffp-contract=off keeps the
@@ -103,8 +102,6 @@ template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
 #define MC_FMA(a, b, c) ((a) * (b) + (c))
 #define MC_FMAF(a, b, c) ((a) * (b) + (c))
 #endif
-static inline double mc_bits_to_double(uint64_t bits) { double d; __builtin_memcpy(&d, &bits, 8); return d; }
-static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcpy(&b, &d, 8); return b; }
 
 // Rounding to an integer by a shifter (v + 1.5 * 2^23 for float: its low bits
 // are round(v)): integers and 2^n then come out of integer adds and shifts on
@@ -145,32 +142,30 @@ static inline float mc_exp_f32(float x) {
     return x != x ? x : (zero ? 0.0f : y);
 }
 
-// log x = e ln2 + log m with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s),
-// s = (m-1)/(m+1), |s| < 0.172, by its odd series to s^15.
-static inline float mc_log_f32(float xf) {
-    const double x = xf;  // every positive float32 is a normal double
-    const uint64_t bits = mc_double_to_bits(x);
-    // The biased exponent E as a double: the bits of 2^52 + E, minus 2^52.
-    double e = mc_bits_to_double(((bits >> 52) & 0x7ff) | 0x4330000000000000ULL) - (4503599627370496.0 + 1023.0);
-    double m = mc_bits_to_double((bits & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL);
-    const bool big = m > 1.4142135623730951;
-    const double half = m * 0.5;
-    m = big ? half : m;
-    e = big ? e + 1.0 : e;
-    const double s = (m - 1.0) / (m + 1.0);
-    const double s2 = s * s;
-    double p = 1.0 / 15.0;
-    p = MC_FMA(p, s2, 1.0 / 13.0);
-    p = MC_FMA(p, s2, 1.0 / 11.0);
-    p = MC_FMA(p, s2, 1.0 / 9.0);
-    p = MC_FMA(p, s2, 1.0 / 7.0);
-    p = MC_FMA(p, s2, 1.0 / 5.0);
-    p = MC_FMA(p, s2, 1.0 / 3.0);
-    p = MC_FMA(p, s2, 1.0);
-    const float y = (float)(e * 0.6931471805599453 + 2.0 * s * p);
-    const float nan = std::numeric_limits<float>::quiet_NaN();
+// log in float arithmetic (fdlibm's logf, as in musl): x = 2^k m with m in
+// [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), f = m - 1,
+// s = f/(2 + f), log m = f - f^2/2 + s (f^2/2 + R(s^2)), R of degree 4 in s^2
+// (|s| < 0.172), k ln2 with ln2 split so that k ln2_hi is exact.  Error: at
+// most 0.84 ulp (at 1.40545952) against log in double over every positive
+// float32 (so within 1 ulp of the correctly rounded result; 0.63% of inputs are
+// 1 ulp off it), measured with GCC on AVX2+FMA.  About 1.9x faster than the
+// double version it replaces (4 lanes and a double divide per AVX2 vector).
+static inline float mc_log_f32(float x) {
+    const bool sub = x < 1.17549435e-38f;  // subnormal, or not positive (selected away below)
+    const float xn = sub ? x * 8388608.0f : x;
+    // The bits of xn minus those of sqrt(1/2): k is their exponent field, m the
+    // mantissa put back on sqrt(1/2)'s exponent.
+    const uint32_t ix = mc_float_to_bits(xn) + (0x3f800000u - 0x3f3504f3u);
+    const float k = (float)((int32_t)(ix >> 23) - 0x7f) - (sub ? 23.0f : 0.0f);
+    const float f = mc_bits_to_float((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    const float s = f / (2.0f + f);
+    const float z = s * s, w = z * z;
+    const float R = MC_FMAF(z, MC_FMAF(w, 0.28498786688f, 0.66666662693f), w * MC_FMAF(w, 0.24279078841f, 0.40000972152f));
+    const float hfsq = 0.5f * f * f;
+    const float y = ((MC_FMAF(s, hfsq + R, k * 9.0580006145e-06f) - hfsq) + f) + k * 6.9313812256e-01f;
     const float inf = std::numeric_limits<float>::infinity();
-    return xf > 0 ? (xf == inf ? inf : y) : (xf == 0 ? -inf : (xf != xf ? xf : nan));
+    const float special = x == 0 ? -inf : (x < 0 ? std::numeric_limits<float>::quiet_NaN() : x);  // NaN, +inf: x
+    return x > 0 && x < inf ? y : special;
 }
 
 // tanh in float arithmetic (8 lanes per AVX2 vector instead of 4 in double,
