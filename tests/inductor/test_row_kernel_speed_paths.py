@@ -145,6 +145,17 @@ def test_prefetch_on_rows_of_a_3d_input_and_the_last_row():
     assert "__builtin_prefetch" in src
 
 
-def test_single_pass_row_sums_do_not_prefetch():
+def test_single_pass_row_sums_prefetch_too():
     src = check(sum_graph((16, 1000)), [rand(16, 1000)]).kernel_source
+    assert "__builtin_prefetch(&in_x[r0 + 1000*x0 + 1000])" in src
+
+
+def test_short_rows_do_not_prefetch():
+    # 100 floats: the hardware prefetcher's stream covers several rows.
+    assert "__builtin_prefetch" not in check(sum_graph((16, 100)), [rand(16, 100)]).kernel_source
+
+
+def test_rows_reduced_across_columns_do_not_prefetch():
+    # x.sum(axis=0) streams whole rows through a block of accumulators.
+    src = check(sum_graph((300, 1000), axis=0), [rand(300, 1000)]).kernel_source
     assert "__builtin_prefetch" not in src

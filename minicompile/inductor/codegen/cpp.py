@@ -13,8 +13,8 @@ each kernel takes them as trailing ``const int64_t s0, ...`` arguments.  Loop st
   the innermost contiguous loop ``omp simd``;
 * a reduction's inner loop is ``omp simd reduction(...)``; a row kernel runs
   one such loop per stage, then its row pass; a float32 sum over a long row
-  adds into 32 partial sums (four vectors) per chunk instead, and a row read
-  by several passes prefetches the next row's inputs;
+  adds into 32 partial sums (four vectors) per chunk instead, and a row
+  kernel prefetches the next row's inputs at the top of each row;
 * a reduction over a non-innermost axis (``x.sum(axis=0)``) keeps a block of
   accumulators along the contiguous output axis and streams rows through it;
 * a padded read (``pad_select``) computes its value inside an ``if`` on
@@ -70,9 +70,11 @@ SUM_CHUNK = 256
 # reduction then adds its lanes one by one; see _KernelWriter._lane_sum_loops.
 SUM_VECTOR = 8
 SUM_LANES = 32
-# A row kernel that reads each row in several passes prefetches the next row's
-# inputs when the row is at most this many bytes (it stays in L1/L2 until used).
-PREFETCH_ROW_MAX = 1 << 16
+# A row kernel prefetches the next row of each input whose rows are at least
+# PREFETCH_ROW_MIN bytes, if those rows come to at most PREFETCH_ROWS_MAX bytes
+# (half of L1: they must stay there until the next row reads them).
+PREFETCH_ROW_MIN = 1 << 10
+PREFETCH_ROWS_MAX = 1 << 14
 CACHE_LINE = 64
 EXPENSIVE_OPS = frozenset({"exp", "log", "tanh", "sqrt", "sin", "cos", "power", "floor_divide", "remainder"})
 
@@ -439,30 +441,33 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.scratch_index = " + ".join(reversed(terms))
 
     def _prefetch_next_row(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> None:
-        """At the top of a row that several passes read: prefetch the next
-        row's inputs, a cache line at a time.  The hardware prefetcher starts
-        each row's stream afresh (it stops at page boundaries, and a row is a
-        page or two), so without this the first pass waits on memory while the
-        later passes, reading the row from L1, leave memory idle."""
+        """At the top of a row: prefetch the next row's inputs, a cache line
+        at a time.  The hardware prefetcher starts each row's stream afresh (it
+        stops at page boundaries, and a row of a KB or more is a good part of
+        a page), so without this each row begins by waiting on memory, and
+        while later passes read the row from L1 memory sits idle."""
         k = self.kernel
-        if len(red_vars) != 1 or is_symbolic(k.work) or len([p for p in self._passes() if p]) < 2:
+        if len(red_vars) != 1 or is_symbolic(k.work) or not any(self._passes()):
             return
         r, x = red_vars[0], out_vars[-1]
-        rows: dict[str, None] = {}
+        rows: dict[str, int] = {}
         for body in (b for bodies in self._passes() for b in bodies):
             for ld in data_loads(body):
                 if ld.buffer in self.written:
                     continue
                 buf = self.buffers[ld.buffer]
                 offset = L.linearize(ld.index, buf.strides)
-                line = CACHE_LINE // buf.dtype.itemsize
-                if offset.coeff(r) != 1 or offset.coeff(x) == 0 or r.size * buf.dtype.itemsize > PREFETCH_ROW_MAX:
+                row_bytes = r.size * buf.dtype.itemsize
+                # contiguous rows of their own (not a sliding window) and long
+                if offset.coeff(r) != 1 or offset.coeff(x) < r.size or row_bytes < PREFETCH_ROW_MIN:
                     continue
-                rows.setdefault(f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += {line}) "
-                                f"__builtin_prefetch(&{self.param(ld.buffer)}[{self.offset(ld.buffer, ld.index)} "
-                                f"+ {offset.coeff(x)}]);")
-        for text in rows:
-            self.line(text)
+                text = (f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += "
+                        f"{CACHE_LINE // buf.dtype.itemsize}) __builtin_prefetch(&{self.param(ld.buffer)}"
+                        f"[{self.offset(ld.buffer, ld.index)} + {offset.coeff(x)}]);")
+                rows.setdefault(text, row_bytes)
+        if 0 < sum(rows.values()) <= PREFETCH_ROWS_MAX:
+            for text in rows:
+                self.line(text)
 
     def _enter_pass(self, pass_index: int) -> None:
         """At the top of a pass's inner loop body: read the scratch values an
