@@ -59,3 +59,8 @@ cached_allocator: bool = bool(_env_int("CACHED_ALLOCATOR", 1))
 # The most bytes of freed blocks the caching allocator keeps (oldest go first);
 # ``minicompile.empty_cache()`` returns them all.
 allocator_cache_bytes: int = _env_int("ALLOCATOR_CACHE_BYTES", 1 << 30)
+
+# Kernels of the C++ backend that store more than the cache holds write their
+# outputs with streaming (non-temporal) stores, which skip reading each line
+# before writing it (see inductor/codegen/cpp_streaming.py).
+cpp_streaming_stores: bool = bool(_env_int("CPP_STREAMING_STORES", 1))

@@ -47,7 +47,7 @@ from .. import loop_ir as L
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
-from . import cpp_matmul, cpp_tiling
+from . import cpp_matmul, cpp_streaming, cpp_tiling
 from .cpp_argreduce import ArgBlockLoops, is_blocked
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
@@ -251,6 +251,10 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         # value -> (scratch array, the pass that writes it); see _plan_row_scratch.
         self.scratch: dict[L.Value, tuple[str, int]] = {}
         self.scratch_index = "0"
+        # buffer -> the element a store writes instead of the output (a
+        # streamed chunk's L1 buffer, see cpp_streaming); streams: any such.
+        self.store_to: dict[str, str] = {}
+        self.streams = False
 
     # -- values -----------------------------------------------------------------
 
@@ -329,6 +333,16 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         threads = f" num_threads({config.num_threads})" if config.num_threads > 0 else ""
         return f"#pragma omp parallel for{extra}{threads}{self.parallel_if}"
 
+    def parallel_region(self) -> str:
+        """A team whose threads each run code of their own after the shared loop."""
+        threads = f" num_threads({config.num_threads})" if config.num_threads > 0 else ""
+        return f"#pragma omp parallel{threads}{self.parallel_if}"
+
+    def open_block(self, first_line: str) -> None:
+        self.line(first_line)
+        self.line("{")
+        self.depth += 1
+
     # -- the kernel -------------------------------------------------------------
 
     def generate(self) -> tuple[str, list[str]]:
@@ -348,6 +362,13 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         if axes is not None:
             self._generate_tiled(out_vars, axes, big)
             return self._finish()
+        own_loops = type(self).open_loops is _KernelWriter.open_loops  # not a matmul epilogue's
+        flat = cpp_streaming.flat_loop(k, self.buffers, out_vars, self.internal) if big and own_loops else None
+        if flat is not None:
+            self._generate_streaming(flat)
+            return self._finish()
+        stream_rows = big and own_loops and cpp_streaming.row_stores(k, self.buffers, out_vars, red_vars,
+                                                                       self.internal)
         pragmas: dict[int, str] = {}
         inner = len(out_vars) - 1
         simd = bool(out_vars) and not k.reductions and self._contiguous_store(out_vars[-1])
@@ -355,6 +376,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             pragmas[0] = self.parallel(" simd" if simd and inner == 0 else "")
         if simd and inner not in pragmas:
             pragmas[inner] = "#pragma omp simd"
+        if stream_rows:  # each thread fences after its last row: a team, then its loop
+            self.open_block(self.parallel_region())
+            pragmas[0] = "#pragma omp for"
         stages = [[(self.tmp("acc"), s) for s in stage] for stage in k.stages]
         if not out_vars:
             # A full reduction: split the reduction loop itself across threads.
@@ -389,8 +413,11 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             if store.stage >= len(stages):
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         if k.row_pointwise:
-            self._row_pass(red_vars, parallel=big and not out_vars, pass_index=len(stages))
+            self._row_pass(red_vars, parallel=big and not out_vars, pass_index=len(stages), stream=stream_rows)
         self.close_loops(len(out_vars))
+        if stream_rows:
+            self.line("mc_stream_fence();")
+            self.close_loops(1)
         return self._finish()
 
     def _passes(self) -> list[list[L.Value]]:
@@ -461,7 +488,8 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
                 # contiguous rows of their own (not a sliding window) and long
                 if offset.coeff(r) != 1 or offset.coeff(x) < r.size or row_bytes < PREFETCH_ROW_MIN:
                     continue
-                text = (f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += "
+                text = (f"if ({x.name} + 1 < {x.size}) "  # no pointer past the last row
+                        f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += "
                         f"{CACHE_LINE // buf.dtype.itemsize}) __builtin_prefetch(&{self.param(ld.buffer)}"
                         f"[{self.offset(ld.buffer, ld.index)} + {offset.coeff(x)}]);")
                 rows.setdefault(text, row_bytes)
@@ -493,8 +521,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
     def header(self, params: list[str]) -> str:
         return f'extern "C" void {self.kernel.name}({", ".join(params)})'
 
-    def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0) -> None:
-        """The last pass over the row: every row store, at its own index."""
+    def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0, stream: bool = False) -> None:
+        """The last pass over the row: every row store, at its own index
+        (``stream``: into a row buffer in L1, then streamed out, see cpp_streaming)."""
         pragmas: dict[int, str] = {}
         contiguous = bool(red_vars) and all(
             L.linearize(s.index, self.buffers[s.buffer].strides).coeff(red_vars[-1]) == 1
@@ -504,12 +533,51 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         if parallel and red_vars:
             pragmas[0] = self.parallel(" simd" if contiguous and len(red_vars) == 1 else "")
         saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
+        rows = {s.buffer: s.index for s in self.kernel.row_pointwise} if stream else {}
+        for b in rows:  # stream: one row buffer per output (one reduction loop, see row_stores)
+            self.line(f"alignas(64) {ctype(self.buffers[b].dtype)} so_{b}[{red_vars[0].size}];")
+            self.store_to[b] = f"so_{b}[{red_vars[0].name}]"
+            self.streams = True
         self.open_loops(red_vars, pragmas)
         self._enter_pass(pass_index)
         for store in self.kernel.row_pointwise:
             self._store(store.buffer, store.index, self.value(store.body), store.body.dtype)
         self.close_loops(len(red_vars))
+        for b, index in rows.items():
+            self.line("{")
+            self.depth += 1
+            self.line(f"const int64_t {red_vars[0].name} = 0;  // the row starts where the store's index has it 0")
+            self.line(f"mc_stream_out(&out_{b}[{self.offset(b, index)}], so_{b}, {red_vars[0].size});")
+            self.close_loops(1)
+        self.store_to = {}
         self.memo, self.forwarded = saved_memo, saved_fwd
+
+    def _generate_streaming(self, var: L.Var) -> None:
+        """A one-loop pointwise kernel in chunks: the vectorized loop writes each
+        chunk of every output into an L1 buffer, which streams out (cpp_streaming)."""
+        k, n = self.kernel, var.size
+        c = cpp_streaming.chunk_elements(k, self.buffers, self.internal)
+        stored = list(dict.fromkeys(s.buffer for s in k.stores if s.buffer not in self.internal))
+        self.streams = True
+        self.open_block(self.parallel_region())
+        self.line("#pragma omp for")
+        self.open_block(f"for (int64_t {var.name}_c = 0; {var.name}_c < {n}; {var.name}_c += {c})")
+        for b in stored:
+            self.line(f"alignas(64) {ctype(self.buffers[b].dtype)} so_{b}[{c}];")
+            self.store_to[b] = f"so_{b}[{var.name} - {var.name}_c]"
+        self.line(f"const int64_t {var.name}_e = {var.name}_c + {c} < {n} ? {var.name}_c + {c} : {n};")
+        self.line("#pragma omp simd")
+        self.open_block(f"for (int64_t {var.name} = {var.name}_c; {var.name} < {var.name}_e; ++{var.name})")
+        identity = L.loop_index("x", k.ranges)
+        for store in k.pointwise:
+            self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+        self.close_loops(1)
+        for b in stored:
+            self.line(f"mc_stream_out(out_{b} + {var.name}_c, so_{b}, {var.name}_e - {var.name}_c);")
+        self.close_loops(1)
+        self.line("mc_stream_fence();")
+        self.close_loops(1)
+        self.store_to = {}
 
     def _column_reduction(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> bool:
         """A reduction whose big operands are contiguous along the last output
@@ -836,7 +904,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
     def _store(self, buffer: str, index: tuple[L.Expr, ...], expr: str, dtype: np.dtype) -> None:
         name = self.tmp("st")  # not "s": size symbols are s0, s1, ...
         self.line(f"{ctype(dtype)} {name} = {expr};")
-        if buffer not in self.internal:
+        if buffer in self.store_to:
+            self.line(f"{self.store_to[buffer]} = {name};")
+        elif buffer not in self.internal:
             self.line(f"out_{buffer}[{self.offset(buffer, index)}] = {name};")
         self.forwarded[(buffer, index)] = name
 
@@ -983,6 +1053,8 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
             writer = _KernelWriter(kernel, schedule.buffers, internal)
         writer.symbols = symbols
         text, params = writer.generate()
+        if writer.streams and cpp_streaming.PRELUDE not in parts:
+            parts.insert(2, cpp_streaming.PRELUDE.strip())
         parts.append(text)
         if ext is not None:
             parts.append(cpp_matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))

@@ -1,0 +1,112 @@
+"""Streaming (non-temporal) stores in the C++ backend (codegen/cpp_streaming.py).
+
+Kernels that store at least ``cpp_streaming.MIN_BYTES`` write through an L1
+chunk buffer and ``mc_stream_out``: the results must be exactly NumPy's for
+every size (partial last chunks), alignment (arrays not on a 32-byte
+boundary), dtype and row length, and small or compute-bound kernels keep
+their plain stores.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import minicompile as mc
+from minicompile import config
+from minicompile.inductor.codegen import cpp_streaming
+
+BIG = cpp_streaming.MIN_BYTES // 4  # float32 elements of one output at the threshold
+
+
+def kernel_source(fn) -> str:
+    return fn.cache[0].compiled.kernel_source
+
+
+def momentum(p, g, m):
+    m2 = 0.9 * m + 0.1 * g
+    return p - 0.01 * m2 / (np.sqrt(m2 * m2) + 1e-8), m2
+
+
+def layer_norm(x):
+    c = x - x.mean(axis=-1, keepdims=True)
+    return c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def mixed(x):
+    return x * 2.5 - 1.0, x > 0.25, (x * 100).astype(np.int16), (x * 3).astype(np.float16)
+
+
+def rand(*shape, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("n", [BIG, BIG + 37])
+@pytest.mark.parametrize("cached_allocator", [True, False])  # outputs 64-byte aligned, or as malloc gives them
+def test_big_pointwise_kernel_streams_and_equals_numpy(n, cached_allocator, monkeypatch):
+    monkeypatch.setattr(config, "cached_allocator", cached_allocator)
+    args = [rand(n, seed=i) for i in range(3)]
+    f = mc.compile(momentum)
+    got = f(*args)
+    assert "mc_stream_out(" in kernel_source(f) and "mc_stream_fence();" in kernel_source(f)
+    for g, e in zip(got, momentum(*args)):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_big_row_kernel_streams_its_rows_and_equals_numpy():
+    rows, row = BIG // 257 + 1, 257  # odd row length: every row starts at a different alignment
+    x = rand(rows, row)
+    f = mc.compile(layer_norm)
+    got = f(x)
+    source = kernel_source(f)
+    assert f"so_divide[{row}]" in source and "mc_stream_fence();" in source
+    np.testing.assert_allclose(got, layer_norm(x), rtol=2e-5, atol=2e-5)
+
+
+def test_outputs_of_every_dtype_stream_exactly():
+    x = rand(BIG // 2 + 5, dtype=np.float64)
+    f = mc.compile(mixed)
+    got = f(x)
+    assert "mc_stream_out(" in kernel_source(f)
+    for g, e in zip(got, mixed(x)):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+
+
+def test_small_and_compute_bound_kernels_keep_plain_stores():
+    small = mc.compile(momentum)
+    small(*[rand(1 << 16, seed=i) for i in range(3)])
+    assert "mc_stream" not in kernel_source(small)
+    gelu = mc.compile(lambda x: 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x))))
+    gelu(rand(BIG))
+    assert "mc_stream" not in kernel_source(gelu)
+
+
+def test_streaming_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(config, "cpp_streaming_stores", False)
+    f = mc.compile(momentum)
+    f(*[rand(BIG, seed=i) for i in range(3)])
+    assert "mc_stream" not in kernel_source(f)
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(1 << 15, 1 << 17), offset=st.integers(0, 7), row=st.integers(32, 300),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_random_sizes_and_alignments_stream_exactly(n, offset, row, dtype):
+    """With the threshold lowered to nothing, every parallel kernel streams:
+    random lengths, input offsets (unaligned reads) and row lengths."""
+    old = cpp_streaming.MIN_BYTES
+    cpp_streaming.MIN_BYTES = 0
+    try:
+        base = [rand(n + offset, dtype=dtype, seed=i) for i in range(3)]
+        args = [b[offset:] for b in base]
+        f = mc.compile(momentum)
+        got = f(*args)
+        assert "mc_stream_out(" in kernel_source(f)
+        for g, e in zip(got, momentum(*args)):
+            np.testing.assert_array_equal(g, e)
+        x = rand(max(n // row, 2), row, dtype=dtype)
+        ln = mc.compile(layer_norm)
+        np.testing.assert_allclose(ln(x), layer_norm(x), rtol=1e-4, atol=1e-4)
+    finally:
+        cpp_streaming.MIN_BYTES = old
