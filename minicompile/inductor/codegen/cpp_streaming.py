@@ -18,7 +18,7 @@ not stream on the CPU.
 GCC has no way to ask for streaming stores in a loop it vectorizes (it
 ignores ``omp simd nontemporal``), so the vectorized loop writes a chunk of
 ``CHUNK_BYTES`` per output into an L1 buffer of its own, and
-``mc_stream_out`` streams the buffer out with AVX intrinsics (a head and tail
+``mc_stream_out`` streams the buffer out with AVX stores (a head and tail
 that are not whole vectors, and arrays not aligned to an element, use plain
 stores).  Chunks of 1 KB measured best (3.6 ms; 2 KB 4.0–4.7, 4 KB 4.4–4.7,
 8 KB 4.5–4.8).  Streaming stores are weakly ordered: each thread ends with
@@ -46,24 +46,33 @@ CHUNK_BYTES = 1024
 COMPUTE_BOUND_OPS = frozenset({"exp", "log", "tanh", "sin", "cos", "power"})
 
 PRELUDE = r"""
-#ifdef __AVX__
-#include <immintrin.h>
-#endif
 // Streaming stores (see minicompile/inductor/codegen/cpp_streaming.py): copy n
 // elements from an L1 buffer to dst, whole 32-byte vectors with non-temporal
-// stores, the unaligned head and the tail with plain ones.
+// stores, the unaligned head and the tail with plain ones.  Compiler builtins,
+// not <immintrin.h>: that header alone takes most of a second to compile.
+#if defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
+typedef long long mc_v4i __attribute__((vector_size(32)));
+typedef long long mc_v4i_u __attribute__((vector_size(32), aligned(1)));
+#define MC_STREAMING 1
+#endif
 template <typename T> static inline void mc_stream_out(T* __restrict dst, const T* __restrict src, int64_t n) {
     char* d = reinterpret_cast<char*>(dst);
     const char* s = reinterpret_cast<const char*>(src);
     int64_t bytes = n * (int64_t)sizeof(T);
-#ifdef __AVX__
+#ifdef MC_STREAMING
     const int64_t head = (int64_t)((32 - ((uintptr_t)d & 31)) & 31);
     if (head % (int64_t)sizeof(T) == 0 && bytes >= head + 32) {
         __builtin_memcpy(d, s, head);
         d += head; s += head; bytes -= head;
         const int64_t whole = bytes & ~(int64_t)31;
-        for (int64_t b = 0; b < whole; b += 32)
-            _mm256_stream_si256(reinterpret_cast<__m256i*>(d + b), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + b)));
+        for (int64_t b = 0; b < whole; b += 32) {
+            const mc_v4i v = *reinterpret_cast<const mc_v4i_u*>(s + b);
+#ifdef __clang__
+            __builtin_nontemporal_store(v, reinterpret_cast<mc_v4i*>(d + b));
+#else
+            __builtin_ia32_movntdq256(reinterpret_cast<mc_v4i*>(d + b), v);
+#endif
+        }
         d += whole; s += whole; bytes -= whole;
     }
 #endif
@@ -71,8 +80,8 @@ template <typename T> static inline void mc_stream_out(T* __restrict dst, const 
 }
 // Streaming stores are weakly ordered: a thread fences once it has written its last chunk.
 static inline void mc_stream_fence() {
-#ifdef __AVX__
-    _mm_sfence();
+#ifdef MC_STREAMING
+    __builtin_ia32_sfence();
 #endif
 }
 """
