@@ -63,6 +63,16 @@ def test_big_row_kernel_streams_its_rows_and_equals_numpy():
     np.testing.assert_allclose(got, layer_norm(x), rtol=2e-5, atol=2e-5)
 
 
+def test_softmax_streams_its_rows_since_exp_is_computed_in_an_earlier_pass():
+    x = rand(BIG // 1000 + 1, 1000)
+    f = mc.compile(lambda x: np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True))
+    got = f(x)
+    source = kernel_source(f)
+    assert "mc_stream_out(" in source and "row0[r0]" in source  # the row pass reads exp from the row buffer
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
 def test_outputs_of_every_dtype_stream_exactly():
     x = rand(BIG // 2 + 5, dtype=np.float64)
     f = mc.compile(mixed)

@@ -91,8 +91,16 @@ def _stored(kernel: Kernel, internal: frozenset[str]) -> list[str]:
     return [s.buffer for s in kernel.stores if s.buffer not in internal]
 
 
-def _memory_bound(bodies: list[L.Value]) -> bool:
-    return not any(isinstance(v, L.Op) and v.name in COMPUTE_BOUND_OPS for b in bodies for v in L.walk(b))
+def _memory_bound(bodies: list[L.Value], computed_before: frozenset = frozenset()) -> bool:
+    """No transcendental per element, except in values an earlier pass computed
+    (the row kernel keeps those in a row buffer, see ``cpp._plan_row_scratch``)."""
+    def compute_bound(v: L.Value) -> bool:
+        if v in computed_before:
+            return False
+        if isinstance(v, L.Op):
+            return v.name in COMPUTE_BOUND_OPS or any(compute_bound(a) for a in v.args)
+        return isinstance(v, L.Cast) and compute_bound(v.value)
+    return not any(compute_bound(b) for b in bodies)
 
 
 def _big_enough(kernel: Kernel, buffers: dict[str, Buffer], stored: list[str]) -> bool:
@@ -135,6 +143,7 @@ def row_stores(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var]
     if any(s.buffer in internal or L.linearize(s.index, buffers[s.buffer].strides).coeff(red_vars[0]) != 1
            for s in kernel.row_pointwise):
         return False
-    if not _memory_bound([s.body for s in kernel.row_pointwise]):
+    earlier = frozenset(v for stage in kernel.stages for st in stage for v in L.walk(st.body))
+    if not _memory_bound([s.body for s in kernel.row_pointwise], earlier):
         return False
     return _big_enough(kernel, buffers, _stored(kernel, internal)) and red_vars[0].size >= 32
