@@ -27,9 +27,13 @@ config.cache_dir = Path(tempfile.mkdtemp(prefix="minicompile-tutorial-09-"))
 #
 # Shapes and strides are constants in the code (guards promise the same
 # layout on every call), so loop bounds and index arithmetic fold at compile
-# time.  The outer loop over rows is `#pragma omp parallel for`; the inner
-# loops over a row carry `#pragma omp simd` with a `reduction(+:acc)` clause,
-# so the compiler vectorizes them without reassociating anything itself.
+# time.  The outer loop over rows is `#pragma omp parallel for`; the loops
+# over a row are `#pragma omp simd`.  A float32 sum over a row runs in chunks
+# of 256 added into a double, and within a chunk into 32 partial sums (four
+# independent vectors, then folded pairwise): with a single vector accumulator
+# (`omp simd reduction(+:acc)`) every add would wait for the previous one.
+# The compiler reassociates nothing itself; the order is the generated code's.
+# The first line of each row prefetches the next row.
 
 # %%
 g = ir.Graph()
@@ -44,7 +48,8 @@ cold = time.perf_counter() - start
 source = compiled.kernel_source
 kernel = source[source.index('extern "C" void kernel_0'):]
 print(kernel)
-assert "#pragma omp parallel for" in kernel and "reduction(+:" in kernel and "#pragma omp simd" in kernel
+assert "#pragma omp parallel for" in kernel and "acc0_p[32]" in kernel and "#pragma omp simd" in kernel
+assert "__builtin_prefetch" in kernel
 assert len(compiled.kernels) == 1
 
 # %% [markdown]
@@ -165,10 +170,12 @@ import minicompile as mc  # noqa: E402
 from minicompile.inductor import cpp_allocator  # noqa: E402
 
 
-@mc.compile
-def momentum_step(p, g, m):
+def momentum(p, g, m):
     m = 0.9 * m + 0.1 * g
     return p - 0.01 * m, m
+
+
+momentum_step = mc.compile(momentum)
 
 
 p0, g0, m0 = (np.random.default_rng(3).standard_normal(1 << 20, dtype=np.float32) for _ in range(3))
@@ -180,3 +187,26 @@ print("allocated by:", np._core.multiarray.get_handler_name(new_p), "| owns its 
 print("cache:", cpp_allocator.stats())
 assert np._core.multiarray.get_handler_name(new_p) in ("minicompile_cache", "default_allocator")
 np.testing.assert_allclose(new_m, 0.9 * m0 + 0.1 * g0, rtol=1e-6)
+
+# %% [markdown]
+# ## Writing more than the cache holds: streaming stores
+#
+# An ordinary store to a line that is not in the cache first *reads* the line,
+# so writing `n` bytes moves `2n` through the memory bus.  A kernel that
+# stores at least 16 MiB and does no transcendental per element (it waits on
+# memory, not on arithmetic) writes with streaming stores instead
+# (`codegen/cpp_streaming.py`): the vectorized loop fills a 1 KB buffer per
+# output in L1, and `mc_stream_out` writes it to memory with non-temporal
+# stores that skip the read; each thread ends with a fence.  The same step as
+# above, compiled afresh for 4M parameters (calling `momentum_step` with a new
+# size would compile it with a symbolic size, and a size known only at run
+# time keeps plain stores):
+
+# %%
+big_step = mc.compile(momentum)
+big = [np.random.default_rng(i).standard_normal(1 << 22, dtype=np.float32) for i in range(3)]
+new_p, new_m = big_step(*big)
+big_kernel = big_step.cache[0].compiled.kernel_source
+print(big_kernel[big_kernel.index("#pragma omp parallel"):big_kernel.index("_obj(")].split('extern "C"')[0])
+assert "mc_stream_out(" in big_kernel and "mc_stream_fence();" in big_kernel
+np.testing.assert_allclose(new_m, 0.9 * big[2] + 0.1 * big[1], rtol=1e-6)
