@@ -113,6 +113,55 @@ def test_float32_log_dense_sweep():
     assert ours[x == 1].view(np.uint32).tolist() == [0]  # log 1 = +0
 
 
+def exp_sweep() -> np.ndarray:
+    """float32 inputs where mc_exp_f32 can go wrong: every 1021st float32 in
+    [-110, 95], every 7th where results are subnormal ([-104, -87.34]), every
+    float32 within 2^13 of its switch points -86.5 (the rescaled path), -104
+    (zero lanes) and 89 (the clamp), of the overflow threshold 88.7228391, of
+    ln(FLT_MIN) = -87.336544 and ln(2^-150) = -103.972077 (where results turn
+    subnormal, and 0), and of the largest error found over all 2^32 inputs
+    (0.91 ulp at 5.19979858); every float32 within 2^10 of each
+    (k + 1/2) ln2 where the exponent n steps (-150 <= k < 128); and +-0,
+    +-inf, NaN, -NaN, huge values and the zero lanes' stand-in -190 ln2."""
+    def span(lo, hi, step):
+        a, b = np.float32(lo).view(np.uint32), np.float32(hi).view(np.uint32)
+        return np.arange(min(a, b), max(a, b), step, dtype=np.int64)
+    wide = np.concatenate([span(-0.0, -110.0, 1021), span(0.0, 95.0, 1021)])
+    subnormal_results = span(-87.34, -104.0, 7)
+    centers = [-86.5, -104.0, 89.0, np.log(np.finfo(np.float32).max), np.log(2.0**-126), np.log(2.0**-150),
+               5.19979858]
+    near = [np.float32(c).view(np.uint32) + np.arange(-(1 << 13), 1 << 13, dtype=np.int64) for c in centers]
+    steps = [np.float32((k + 0.5) * np.log(2)).view(np.uint32) + np.arange(-(1 << 10), 1 << 10, dtype=np.int64)
+             for k in range(-150, 128)]
+    bits = np.concatenate([wide, subnormal_results, *near, *steps]).astype(np.uint32)
+    extra = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 3.4028235e38, -3.4028235e38, 1e-45, -1e-45,
+                      -190 * np.log(2), 1e10, -1e10], np.float32)
+    return np.concatenate([SPECIALS, bits.view(np.float32), extra])
+
+
+def test_float32_exp_dense_sweep():
+    """exp's ulp bound over the dense sweep above, and its special values:
+    +0 (never -0) where the exact result rounds to 0, +inf from the overflow
+    threshold on, 1 for +-0, NaN for NaN; and the subnormal results."""
+    x = exp_sweep()
+    ours = compiled_unary("exp", x)
+    with np.errstate(all="ignore"):
+        exact = np.exp(x.astype(np.float64)).astype(np.float32)
+        numpy = np.exp(x)
+    assert ulp_distance(ours, exact).max() <= 1, x[ulp_distance(ours, exact) > 1][:10]
+    assert ulp_distance(ours, numpy).max() <= 4
+    assert np.isnan(ours[np.isnan(x)]).all()
+    assert not np.signbit(ours[~np.isnan(x)]).any()
+    zero = x < -104  # the zero lanes; just above, results round to 0 or 2^-149 as the exact ones
+    assert zero.sum() > 1000 and (ours[zero] == 0).all()
+    np.testing.assert_array_equal(ours[(x < -103) & (exact == 0)], 0)
+    over = x > 88.7228394
+    assert over.sum() > 1000 and (ours[over] == np.inf).all()
+    assert (ours[x == 0] == 1).all()
+    subnormal = (ours > 0) & (ours < np.finfo(np.float32).tiny)
+    assert subnormal.sum() > 100_000
+
+
 @pytest.mark.parametrize("op", ["exp", "log", "tanh"])
 def test_float16_math_goes_through_float32(op):
     with np.errstate(over="ignore"):
