@@ -7,6 +7,7 @@ import numpy as np
 
 from minicompile import ir
 from minicompile.inductor import compile_graph
+from minicompile.ir import TensorMeta
 
 # Tolerance per result dtype.  Integers and bools are exact; floats differ from
 # NumPy only by libm rounding of transcendentals and by summation order.
@@ -89,3 +90,13 @@ def assert_close(actual, expected):
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     tol = DYNAMIC_TOLERANCE.get(expected.dtype, 0)
     np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+
+
+def layer_norm_graph(shape: tuple) -> ir.Graph:
+    """``(x - mean) / sqrt(var + 1e-5)`` over the last axis of a float32 ``x``."""
+    g = ir.Graph()
+    x = g.placeholder("x", TensorMeta(shape, np.dtype(np.float32)))
+    c = g.call("subtract", x, g.call("mean", x, axis=-1, keepdims=True))
+    var = g.call("mean", g.call("multiply", c, c), axis=-1, keepdims=True)
+    g.output([g.call("divide", c, g.call("sqrt", g.call("add", var, 1e-5)))])
+    return g

@@ -11,7 +11,7 @@ from minicompile import ir
 from minicompile.inductor.codegen.cpp import SUM_CHUNK, SUM_LANES
 from minicompile.ir import TensorMeta
 
-from inductor_testing import check
+from inductor_testing import check, layer_norm_graph
 
 F32 = np.dtype(np.float32)
 
@@ -24,15 +24,6 @@ def sum_graph(shape, dtype=F32, axis=-1):
     g = ir.Graph()
     x = g.placeholder("x", TensorMeta(shape, dtype))
     g.output([g.call("sum", x, axis=axis)])
-    return g
-
-
-def layer_norm_graph(shape):
-    g = ir.Graph()
-    x = g.placeholder("x", TensorMeta(shape, F32))
-    c = g.call("subtract", x, g.call("mean", x, axis=-1, keepdims=True))
-    var = g.call("mean", g.call("multiply", c, c), axis=-1, keepdims=True)
-    g.output([g.call("divide", c, g.call("sqrt", g.call("add", var, 1e-5)))])
     return g
 
 
