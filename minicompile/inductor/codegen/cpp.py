@@ -330,13 +330,15 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             self.line("}")
 
     def parallel(self, extra: str = "") -> str:
-        threads = f" num_threads({config.num_threads})" if config.num_threads > 0 else ""
-        return f"#pragma omp parallel for{extra}{threads}{self.parallel_if}"
+        return f"#pragma omp parallel for{extra}{self._team()}"
 
     def parallel_region(self) -> str:
         """A team whose threads each run code of their own after the shared loop."""
+        return f"#pragma omp parallel{self._team()}"
+
+    def _team(self) -> str:
         threads = f" num_threads({config.num_threads})" if config.num_threads > 0 else ""
-        return f"#pragma omp parallel{threads}{self.parallel_if}"
+        return threads + self.parallel_if
 
     def open_block(self, first_line: str) -> None:
         self.line(first_line)
@@ -557,7 +559,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         chunk of every output into an L1 buffer, which streams out (cpp_streaming)."""
         k, n = self.kernel, var.size
         c = cpp_streaming.chunk_elements(k, self.buffers, self.internal)
-        stored = list(dict.fromkeys(s.buffer for s in k.stores if s.buffer not in self.internal))
+        stored = cpp_streaming.stored_buffers(k, self.internal)
         self.streams = True
         self.open_block(self.parallel_region())
         self.line("#pragma omp for")

@@ -87,8 +87,9 @@ static inline void mc_stream_fence() {
 """
 
 
-def _stored(kernel: Kernel, internal: frozenset[str]) -> list[str]:
-    return [s.buffer for s in kernel.stores if s.buffer not in internal]
+def stored_buffers(kernel: Kernel, internal: frozenset[str]) -> list[str]:
+    """The buffers ``kernel`` writes to memory, each once, in store order."""
+    return list(dict.fromkeys(s.buffer for s in kernel.stores if s.buffer not in internal))
 
 
 def _memory_bound(bodies: list[L.Value], computed_before: frozenset = frozenset()) -> bool:
@@ -103,7 +104,7 @@ def _memory_bound(bodies: list[L.Value], computed_before: frozenset = frozenset(
     return not any(compute_bound(b) for b in bodies)
 
 
-def _big_enough(kernel: Kernel, buffers: dict[str, Buffer], stored: list[str]) -> bool:
+def _big_enough(buffers: dict[str, Buffer], stored: list[str]) -> bool:
     if not config.cpp_streaming_stores or not stored:
         return False
     sizes = [buffers[b].numel * buffers[b].dtype.itemsize for b in stored]
@@ -112,7 +113,7 @@ def _big_enough(kernel: Kernel, buffers: dict[str, Buffer], stored: list[str]) -
 
 def chunk_elements(kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str]) -> int:
     """Elements per chunk: ``CHUNK_BYTES`` of the widest stored element type."""
-    return max(CHUNK_BYTES // max(buffers[b].dtype.itemsize for b in _stored(kernel, internal)), 1)
+    return max(CHUNK_BYTES // max(buffers[b].dtype.itemsize for b in stored_buffers(kernel, internal)), 1)
 
 
 def flat_loop(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var],
@@ -123,7 +124,7 @@ def flat_loop(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var],
     if kernel.reductions or kernel.row_pointwise or len(out_vars) != 1:
         return None
     var = out_vars[0]
-    stored = _stored(kernel, internal)
+    stored = stored_buffers(kernel, internal)
     identity = L.loop_index("x", kernel.ranges)
     for b in stored:
         offset = L.linearize(identity, buffers[b].strides)
@@ -131,7 +132,7 @@ def flat_loop(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var],
             return None
     if not _memory_bound([s.body for s in kernel.pointwise]):
         return None
-    return var if _big_enough(kernel, buffers, stored) else None
+    return var if _big_enough(buffers, stored) else None
 
 
 def row_stores(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var], red_vars: list[L.Var],
@@ -146,4 +147,4 @@ def row_stores(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var]
     earlier = frozenset(v for stage in kernel.stages for st in stage for v in L.walk(st.body))
     if not _memory_bound([s.body for s in kernel.row_pointwise], earlier):
         return False
-    return _big_enough(kernel, buffers, _stored(kernel, internal)) and red_vars[0].size >= 32
+    return _big_enough(buffers, stored_buffers(kernel, internal)) and red_vars[0].size >= 32
