@@ -71,10 +71,14 @@ class DynamicPolicy:
         return self.mode is True or bool(self.dims)
 
 
+def is_cupy_array(value: Any) -> bool:
+    """A CuPy (GPU) array: traced like an ndarray; cupy itself is never imported here."""
+    return type(value).__module__.startswith("cupy") and type(value).__name__ == "ndarray"
+
+
 def _host_or_cupy_array(value: Any) -> bool:
-    """An ndarray or a CuPy array (same shape, strides and flags; cupy is never imported here)."""
-    kind = type(value)
-    return kind is np.ndarray or (kind.__module__.startswith("cupy") and kind.__name__ == "ndarray")
+    """An ndarray or a CuPy array (same shape, strides and flags)."""
+    return type(value) is np.ndarray or is_cupy_array(value)
 
 
 class SymbolTable:

@@ -72,8 +72,7 @@ class GuardSet:
     def array(self, source: Source, value: np.ndarray, lineno: int | None) -> None:
         """An array-like input (ndarray, mc.Tensor, CuPy array): type, shape, dtype, strides."""
         s = source.expr
-        kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
-        self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
+        self._array_type(source, value, lineno)
         self.add(source, f"{s}.shape == {tuple(value.shape)!r}", f"{s}.shape", lineno,
                  kind="shape", expected=tuple(value.shape))
         self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
@@ -83,8 +82,7 @@ class GuardSet:
         """An ndarray (or CuPy array) input with symbolic sizes: type, rank, each static size,
         ``2 <= s`` per symbol, dtype, and C-contiguity in place of exact strides."""
         s = source.expr
-        kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
-        self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
+        self._array_type(source, value, lineno)
         self.add(source, f"len({s}.shape) == {len(shape)}", f"len({s}.shape)", lineno)
         for axis, n in enumerate(shape):
             dim = f"{s}.shape[{axis}]"
@@ -95,6 +93,12 @@ class GuardSet:
                          text=f"2 <= {n}  # {n} = {dim}")
         self.add(source, f"{s}.dtype == {self.constant(value.dtype)}", f"{s}.dtype", lineno)
         self.add(source, f"{s}.flags.c_contiguous", f"{s}.flags.c_contiguous", lineno, kind="strides")
+
+    def _array_type(self, source: Source, value: Any, lineno: int | None) -> None:
+        """``type(x) is ...``: ndarray by its global name, another array type as a constant."""
+        s = source.expr
+        kind = "___ndarray" if type(value) is np.ndarray else self.constant(type(value))
+        self.add(source, f"type({s}) is {kind}", f"type({s})", lineno)
 
     def size_int(self, source: Source, sym: Any, lineno: int | None) -> None:
         """A Python int argument that is a size symbol: ``2 <= s`` (after its type)."""

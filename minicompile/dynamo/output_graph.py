@@ -20,7 +20,7 @@ from .. import ir
 from ..aot.tensor import Tensor, grad_enabled
 from ..ir import dtypes
 from ..ir.symbolic import Sym, free_symbols
-from .dynamic_shapes import DynamicPolicy, SymbolTable
+from .dynamic_shapes import DynamicPolicy, SymbolTable, is_cupy_array
 from .exc import Unsupported
 from .guards import GuardSet
 from .side_effects import SideEffects
@@ -73,11 +73,6 @@ def size_input(n: int) -> np.ndarray:
     """The graph input that carries the int ``n`` as its shape ``(n,)``: a
     read-only zero-stride view of one byte (no memory of size ``n``)."""
     return np.broadcast_to(_INT8_ZERO, (n,))
-
-
-def _is_cupy_array(value: Any) -> bool:
-    """A CuPy (GPU) array: traced like an ndarray; cupy itself is never imported here."""
-    return type(value).__module__.startswith("cupy") and type(value).__name__ == "ndarray"
 
 
 def _mutable(value: Any) -> bool:
@@ -143,7 +138,7 @@ class OutputGraph:
         return cached
 
     def _wrap(self, value: Any, source: Source, lineno: int | None) -> VariableTracker:
-        if type(value) is np.ndarray or _is_cupy_array(value) or type(value) is Tensor:
+        if type(value) is np.ndarray or is_cupy_array(value) or type(value) is Tensor:
             alias = self._array_sources.get(id(value))
             if alias is not None and alias[0] is value:
                 # The same array reached through two names: one graph input, and a

@@ -194,17 +194,19 @@ def load(source: str, cache_dir: Path | None = None) -> tuple[ctypes.CDLL, Path,
             return lib, lib_path, [cxx, *flags]
         try:
             cache_dir.mkdir(parents=True, exist_ok=True)
-            lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
-            if lib is None:
-                lib = _compile(cxx, flags, source, lib_path, sum_path)
+            lib = _load_or_compile(cxx, flags, source, lib_path, sum_path)
         except OSError as why:  # the cache directory is not usable; the compile itself did not fail
             private = _private_dir(cache_dir, why)
             lib_path, sum_path = private / lib_path.name, private / sum_path.name
-            lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
-            if lib is None:
-                lib = _compile(cxx, flags, source, lib_path, sum_path)
+            lib = _load_or_compile(cxx, flags, source, lib_path, sum_path)
         _loaded[key] = lib
         return lib, lib_path, [cxx, *flags]
+
+
+def _load_or_compile(cxx: str, flags: list[str], source: str, lib_path: Path, sum_path: Path) -> ctypes.CDLL:
+    """The library at ``lib_path`` if it is there and intact, else a fresh build of ``source``."""
+    lib = _try_load(lib_path, sum_path) if lib_path.exists() else None
+    return lib if lib is not None else _compile(cxx, flags, source, lib_path, sum_path)
 
 
 _private: Path | None = None
