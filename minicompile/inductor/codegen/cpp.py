@@ -47,7 +47,7 @@ from .. import loop_ir as L
 from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
-from . import cpp_matmul, cpp_streaming, cpp_tiling
+from . import cpp_interleave, cpp_matmul, cpp_streaming, cpp_tiling
 from .cpp_argreduce import ArgBlockLoops, is_blocked
 from .common import LineWriter
 from .cpp_prelude import PRELUDE
@@ -255,6 +255,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         # streamed chunk's L1 buffer, see cpp_streaming); streams: any such.
         self.store_to: dict[str, str] = {}
         self.streams = False
+        self.scheduled = False  # interleaved: compiled with GCC's early scheduler (cpp_interleave)
 
     # -- values -----------------------------------------------------------------
 
@@ -374,6 +375,11 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         pragmas: dict[int, str] = {}
         inner = len(out_vars) - 1
         simd = bool(out_vars) and not k.reductions and self._contiguous_store(out_vars[-1])
+        lanes = cpp_interleave.lanes([s.body for s in k.pointwise], out_vars[-1].size, FLOAT32_MATH, FLOAT32_KIND) \
+            if simd and own_loops else 0
+        if lanes:
+            self._generate_interleaved(out_vars, big, lanes)
+            return self._finish()
         if big and out_vars:
             pragmas[0] = self.parallel(" simd" if simd and inner == 0 else "")
         if simd and inner not in pragmas:
@@ -521,7 +527,8 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         return "\n".join([self.header(params), "{"] + self.lines + ["}"]), self.reads + outs
 
     def header(self, params: list[str]) -> str:
-        return f'extern "C" void {self.kernel.name}({", ".join(params)})'
+        scheduled = "MC_SCHEDULED " if self.scheduled else ""
+        return f'extern "C" {scheduled}void {self.kernel.name}({", ".join(params)})'
 
     def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0, stream: bool = False) -> None:
         """The last pass over the row: every row store, at its own index
@@ -580,6 +587,44 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.line("mc_stream_fence();")
         self.close_loops(1)
         self.store_to = {}
+
+    def _generate_interleaved(self, out_vars: list[L.Var], big: bool, lanes: int) -> None:
+        """A pointwise kernel whose inner loop runs ``COPIES`` vectors of
+        ``lanes`` at a time, their statements interleaved (cpp_interleave),
+        then the elements left over one vector loop at a time."""
+        k, var, copies = self.kernel, out_vars[-1], cpp_interleave.COPIES
+        v, step = var.name, copies * lanes
+        self.scheduled = True
+        self.open_loops(out_vars[:-1], {0: self.parallel()} if big and len(out_vars) > 1 else {})
+        self.line(f"const int64_t {v}_m = {var.size} - {var.size} % {step};")
+        self.depth += 1
+        body = self._pointwise_body()  # at the depth of the loop over what is left
+        self.depth -= 1
+        if big and len(out_vars) == 1:
+            self.line(self.parallel())
+        self.open_block(f"for (int64_t {v}_g = 0; {v}_g < {v}_m; {v}_g += {step})")
+        self.line("#pragma omp simd")
+        self.open_block(f"for (int64_t {v}_l = 0; {v}_l < {lanes}; ++{v}_l)")
+        for c in range(copies):
+            self.line(f"const int64_t {v}_{c} = {v}_g + {f'{c * lanes} + ' if c else ''}{v}_l;")
+        self.lines += ["    " + line for line in cpp_interleave.interleave(body, v, copies)]
+        self.close_loops(2)
+        self.line("#pragma omp simd")
+        self.open_block(f"for (int64_t {v} = {v}_m; {v} < {var.size}; ++{v})")
+        self.lines += body
+        self.close_loops(len(out_vars))
+
+    def _pointwise_body(self) -> list[str]:
+        """The lines storing each pointwise output at the loop index, taken
+        out of the kernel's text (the memo is left as it was)."""
+        start, saved_memo, saved_fwd = len(self.lines), dict(self.memo), dict(self.forwarded)
+        identity = L.loop_index("x", self.kernel.ranges)
+        for store in self.kernel.pointwise:
+            self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+        body = self.lines[start:]
+        del self.lines[start:]
+        self.memo, self.forwarded = saved_memo, saved_fwd
+        return body
 
     def _column_reduction(self, out_vars: list[L.Var], red_vars: list[L.Var]) -> bool:
         """A reduction whose big operands are contiguous along the last output
@@ -1055,8 +1100,9 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
             writer = _KernelWriter(kernel, schedule.buffers, internal)
         writer.symbols = symbols
         text, params = writer.generate()
-        if writer.streams and cpp_streaming.PRELUDE not in parts:
-            parts.insert(2, cpp_streaming.PRELUDE.strip())
+        for used, prelude in ((writer.streams, cpp_streaming.PRELUDE), (writer.scheduled, cpp_interleave.PRELUDE)):
+            if used and prelude.strip() not in parts:
+                parts.insert(2, prelude.strip())
         parts.append(text)
         if ext is not None:
             parts.append(cpp_matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))
