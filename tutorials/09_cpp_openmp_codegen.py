@@ -198,9 +198,10 @@ np.testing.assert_allclose(new_m, 0.9 * m0 + 0.1 * g0, rtol=1e-6)
 # (`codegen/cpp_streaming.py`): the vectorized loop fills a 1 KB buffer per
 # output in L1, and `mc_stream_out` writes it to memory with non-temporal
 # stores that skip the read; each thread ends with a fence.  The same step as
-# above, compiled afresh for 4M parameters (calling `momentum_step` with a new
-# size would compile it with a symbolic size, and a size known only at run
-# time keeps plain stores):
+# above, compiled afresh for 4M parameters.  (Calling `momentum_step` with a
+# new size would compile it again with a symbolic size, tutorial 14: its
+# kernel then holds both loops, and `if (4*s0 + ... >= 16777216)` picks one on
+# each call.)
 
 # %%
 big_step = mc.compile(momentum)

@@ -150,3 +150,20 @@ def test_rows_reduced_across_columns_do_not_prefetch():
     # x.sum(axis=0) streams whole rows through a block of accumulators.
     src = check(sum_graph((300, 1000), axis=0), [rand(300, 1000)]).kernel_source
     assert "__builtin_prefetch" not in src
+
+
+def test_rows_counted_at_run_time_prefetch_too():
+    """A batch size known only at run time (dynamic shapes) keeps the prefetch:
+    the row length is still a constant, and the last row is checked at run time."""
+    import minicompile as mc
+
+    def layer_norm(x):
+        c = x - x.mean(axis=-1, keepdims=True)
+        return c / np.sqrt((c * c).mean(axis=-1, keepdims=True) + 1e-5)
+
+    f = mc.compile(layer_norm)
+    for rows in (16, 9, 23):
+        x = rand(rows, 1000, seed=rows)
+        np.testing.assert_allclose(f(x), layer_norm(x), rtol=2e-5, atol=2e-5)
+    src = next(e.compiled.kernel_source for e in f.cache if "s0" in e.compiled.kernel_source)
+    assert "if (x0 + 1 < s0) for (int64_t r0 = 0; r0 < 1000; r0 += 16) __builtin_prefetch(&in_x[r0 + 1000*x0 + 1000])" in src

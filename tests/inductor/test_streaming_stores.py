@@ -120,3 +120,24 @@ def test_random_sizes_and_alignments_stream_exactly(n, offset, row, dtype):
         np.testing.assert_allclose(ln(x), layer_norm(x), rtol=1e-4, atol=1e-4)
     finally:
         cpp_streaming.MIN_BYTES = old
+
+
+@pytest.mark.parametrize("fn", [momentum, layer_norm])
+def test_sizes_known_at_run_time_stream_when_big_enough(fn, monkeypatch):
+    """A graph recompiled with a symbolic size holds both loops and picks the
+    streaming one only when the outputs reach MIN_BYTES (both branches run here)."""
+    monkeypatch.setattr(cpp_streaming, "MIN_BYTES", 1 << 16)
+    shapes = [(3000,), (300,), (5000,), (17,)] if fn is momentum else [(70, 257), (7, 257), (90, 257), (3, 257)]
+    f = mc.compile(fn)
+    for i, shape in enumerate(shapes):
+        args = [rand(*shape, seed=i * 3 + j) for j in range(3 if fn is momentum else 1)]
+        got = f(*args)
+        expected = fn(*args)
+        for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+            if fn is momentum:
+                np.testing.assert_array_equal(g, e)
+            else:
+                np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
+    assert len(f.cache) == 2  # the first shape, then one symbolic kernel for the rest
+    dynamic = next(e.compiled.kernel_source for e in f.cache if "s0" in e.compiled.kernel_source)
+    assert ">= 65536)" in dynamic and "mc_stream_out(" in dynamic and "else" in dynamic

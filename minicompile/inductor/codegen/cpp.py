@@ -367,9 +367,24 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             return self._finish()
         own_loops = type(self).open_loops is _KernelWriter.open_loops  # not a matmul epilogue's
         flat = cpp_streaming.flat_loop(k, self.buffers, out_vars, self.internal) if big and own_loops else None
-        if flat is not None:
-            self._generate_streaming(flat)
-            return self._finish()
+        if flat is None:
+            self._generate_nest(out_vars, red_vars, big, own_loops)
+        elif flat[1] is True:
+            self._generate_streaming(flat[0])
+        else:  # whether the outputs are big enough to stream is known at run time
+            saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
+            self.open_block(f"if ({flat[1]})")
+            self._generate_streaming(flat[0])
+            self.close_loops(1)
+            self.memo, self.forwarded = saved_memo, saved_fwd
+            self.open_block("else")
+            self._generate_nest(out_vars, red_vars, big, own_loops)
+            self.close_loops(1)
+        return self._finish()
+
+    def _generate_nest(self, out_vars: list[L.Var], red_vars: list[L.Var], big: bool, own_loops: bool) -> None:
+        """The loop nest over the outputs, each row's passes inside it."""
+        k = self.kernel
         stream_rows = big and own_loops and cpp_streaming.row_stores(k, self.buffers, out_vars, red_vars,
                                                                        self.internal)
         pragmas: dict[int, str] = {}
@@ -379,7 +394,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             if simd and own_loops else 0
         if lanes:
             self._generate_interleaved(out_vars, big, lanes)
-            return self._finish()
+            return
         if big and out_vars:
             pragmas[0] = self.parallel(" simd" if simd and inner == 0 else "")
         if simd and inner not in pragmas:
@@ -420,13 +435,19 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         for store in k.pointwise:
             if store.stage >= len(stages):
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
-        if k.row_pointwise:
+        if k.row_pointwise and stream_rows not in (True, False):  # big enough to stream: known at run time
+            self.open_block(f"if ({stream_rows})")
+            self._row_pass(red_vars, parallel=False, pass_index=len(stages), stream=True)
+            self.close_loops(1)
+            self.open_block("else")
+            self._row_pass(red_vars, parallel=False, pass_index=len(stages))
+            self.close_loops(1)
+        elif k.row_pointwise:
             self._row_pass(red_vars, parallel=big and not out_vars, pass_index=len(stages), stream=stream_rows)
         self.close_loops(len(out_vars))
         if stream_rows:
             self.line("mc_stream_fence();")
             self.close_loops(1)
-        return self._finish()
 
     def _passes(self) -> list[list[L.Value]]:
         """The values each pass over the row computes: one pass per stage, then the row pass."""
@@ -482,8 +503,8 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         a page), so without this each row begins by waiting on memory, and
         while later passes read the row from L1 memory sits idle."""
         k = self.kernel
-        if len(red_vars) != 1 or is_symbolic(k.work) or not any(self._passes()):
-            return
+        if len(red_vars) != 1 or is_symbolic(red_vars[0].size) or not any(self._passes()):
+            return  # the number of rows may be known only at run time, their length not
         r, x = red_vars[0], out_vars[-1]
         rows: dict[str, int] = {}
         for body in (b for bodies in self._passes() for b in bodies):
@@ -494,7 +515,8 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
                 offset = L.linearize(ld.index, buf.strides)
                 row_bytes = r.size * buf.dtype.itemsize
                 # contiguous rows of their own (not a sliding window) and long
-                if offset.coeff(r) != 1 or offset.coeff(x) < r.size or row_bytes < PREFETCH_ROW_MIN:
+                if offset.coeff(r) != 1 or is_symbolic(offset.coeff(x)) or offset.coeff(x) < r.size \
+                        or row_bytes < PREFETCH_ROW_MIN:
                     continue
                 text = (f"if ({x.name} + 1 < {x.size}) "  # no pointer past the last row
                         f"for (int64_t {r.name} = 0; {r.name} < {r.size}; {r.name} += "
