@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ir import indexing
+
 Rule = Callable[..., dict[str, Any]]
 DERIVATIVES: dict[str, Rule] = {}
 
@@ -423,11 +425,45 @@ def _stack(E, g, out, a):
 
 
 @derivative_rule("getitem")
-def _getitem(E, g, out, a):  # scatter the gradient back into zeros shaped like the input
-    x = a["a"]
+def _getitem(E, g, out, a):  # the gradient back where the key read it, zeros elsewhere
+    x, key = a["a"], a["key"]
+    widths = _pad_widths(key, x.shape)
+    if widths is not None:
+        # Integers and step-1 slices read a box of x: its gradient is g padded
+        # with zeros, which lowers to a masked read and fuses into its consumer.
+        box = tuple(n - before - after for n, (before, after) in zip(x.shape, widths))
+        return {"a": E.call("pad", E.call("reshape", g, box), widths)}
     zeros = E.call("zeros_like", x)
+    if not indexing.is_advanced(key):  # basic indexing reads each element at most once
+        return {"a": E.call("setitem", zeros, key, g)}
     # Integer-array keys may pick an element twice: its gradients add up (np.add.at).
-    return {"a": E.call("add_at", zeros, a["key"], g)}
+    return {"a": E.call("add_at", zeros, key, g)}
+
+
+def _pad_widths(key: tuple, shape: tuple) -> tuple[tuple[int, int], ...] | None:
+    """(zeros before, zeros after) per axis of ``shape`` when the canonical
+    ``key`` reads a box of it (integers, slices of step 1, None, one
+    Ellipsis) and every size is known; else None."""
+    key = key if isinstance(key, tuple) else (key,)
+    if not all(isinstance(n, int) for n in shape) or indexing.is_advanced(key):
+        return None
+    axes = [k for k in key if k is not None]
+    if axes.count(Ellipsis) > 1:
+        return None
+    if Ellipsis in axes:
+        at = axes.index(Ellipsis)
+        axes[at:at + 1] = [slice(0, n, 1) for n in shape[at:at + len(shape) - len(axes) + 1]]
+    axes += [slice(0, n, 1) for n in shape[len(axes):]]
+    widths = []
+    for k, n in zip(axes, shape):
+        if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n:
+            widths.append((k, n - k - 1))
+        elif isinstance(k, slice) and k.step == 1 and all(isinstance(b, int) for b in (k.start, k.stop)):
+            start = min(max(k.start, 0), n)
+            widths.append((start, n - start - max(min(k.stop, n) - start, 0)))
+        else:
+            return None
+    return tuple(widths)
 
 
 @derivative_rule("dot")
