@@ -300,3 +300,24 @@ def test_past_the_recompile_limit_the_eager_run_is_named(monkeypatch):
     assert any(e.name.startswith("eager run ") and e.name.endswith("<lambda> (recompile limit)")
                for e in prof.events)
     assert _names(prof, "compile") == []
+
+
+def test_kernels_of_graphs_allocating_from_the_cache_are_events_too():
+    """A graph with large arrays runs inside the caching allocator's wrapper
+    (inductor/cpp_allocator.py); its kernels were missing from profiles."""
+    from minicompile.inductor import cpp_allocator
+
+    def f(x):
+        return np.tanh(x) * 2.0 + x.sum()
+
+    g = mc.compile(f, backend="cpp")
+    x = np.random.rand(1 << 20).astype(np.float32)  # a 4 MB result: allocated from the cache
+    g(x)
+    compiled = g.cache[0].compiled
+    assert getattr(compiled._call, "__wrapped__", None) is not None or cpp_allocator.handler() is None
+    original = compiled._call
+    with mc.profile() as prof:
+        r = g(x)
+    assert compiled._call is original
+    assert _names(prof, "kernel") == compiled.kernels
+    np.testing.assert_allclose(r, f(x), rtol=1e-5)
