@@ -65,7 +65,7 @@ allocator_cache_bytes: int = _env_int("ALLOCATOR_CACHE_BYTES", 1 << 30)
 # before writing it (see inductor/codegen/cpp_streaming.py).
 cpp_streaming_stores: bool = bool(_env_int("CPP_STREAMING_STORES", 1))
 
-# Pointwise loops that evaluate float32 exp, log or tanh are written as several
+# Pointwise loops that evaluate our vectorized exp, log or tanh are written as several
 # vectors at a time, interleaved statement by statement, so that their long
 # chains of dependent instructions overlap (see inductor/codegen/cpp_interleave.py).
 cpp_interleave: bool = bool(_env_int("CPP_INTERLEAVE", 1))

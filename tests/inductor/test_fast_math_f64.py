@@ -1,4 +1,4 @@
-"""The vectorizable float64 exp/tanh of cpp_math_f64, held to stated ulp bounds.
+"""The vectorizable float64 exp/tanh/log of cpp_math_f64, held to stated ulp bounds.
 
 Bound: within 1 ulp of the correctly rounded result (np.longdouble math,
 80-bit x87 here, rounded to float64) and within 2 ulp of NumPy's float64
@@ -7,11 +7,10 @@ long double result, in ulps) is held just above what was measured, so that
 a change that loses a few tenths of an ulp fails too: a 1-ulp bound on the
 rounded result alone lets e.g. dropping the exact 1 + r sum in exp pass.
 
-The functions are not in the op table yet, so they are tested through a
-standalone library: ``PRELUDE + PRELUDE_F64`` plus one ``#pragma omp simd``
-loop per function, built with the cache's compiler and flags and called
-through ctypes (:func:`run_f64`).  Once cpp.py names them, :func:`run_f64`
-can become the compiled-graph path of test_fast_math.py's ``compiled_unary``.
+The sweeps run through a standalone library: ``PRELUDE + PRELUDE_F64`` plus
+one ``#pragma omp simd`` loop per function, built with the cache's compiler
+and flags and called through ctypes (:func:`run_f64`); a compiled graph's
+float64 kernels call the same functions (``test_compiled_float64_graphs_*``).
 """
 import ctypes
 import subprocess
@@ -24,7 +23,7 @@ from minicompile.inductor import codecache
 from minicompile.inductor.codegen.cpp_math_f64 import PRELUDE_F64
 from minicompile.inductor.codegen.cpp_prelude import PRELUDE
 
-FUNCTIONS = {"exp": "mc_exp_f64", "tanh": "mc_tanh_f64"}
+FUNCTIONS = {"exp": "mc_exp_f64", "log": "mc_log_f64", "tanh": "mc_tanh_f64"}
 
 
 def loop_source(functions: dict[str, str]) -> str:
@@ -229,6 +228,60 @@ def test_float64_tanh_ulp_bounds(run_f64):
     assert (ulp_distance(ours, exact) > 0).mean() < 0.007  # 0.5% measured
 
 
+def check_log(run_f64, x: np.ndarray) -> None:
+    """mc_log_f64 over the positive finite ``x``: within the bounds, and under
+    1 ulp from the long double log itself (0.867 ulp is the largest found)."""
+    x = x[(x > 0) & np.isfinite(x)]
+    assert x.size > 0
+    ours, _ = within_bounds(run_f64, "log", x)
+    assert error_ulps("log", x, ours).max() < 0.87, "above the largest error measured"
+    assert (ours[x == 1] == 0).all()
+
+
+def test_float64_log_special_values(run_f64):
+    """+-0 -> -inf, x < 0 (and -inf) -> NaN, +inf -> +inf, NaN -> NaN; log 1 =
+    +0 exactly; the extremes correctly rounded."""
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, -1.0, -5e-324, -1.7976931348623157e308, 1.0])
+    y = run_f64("log", x)
+    np.testing.assert_array_equal(y[:9], [-np.inf, -np.inf, np.inf, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan])
+    assert y[9:].view(np.uint64).tolist() == [0]  # +0, not -0
+    ends = np.array([5e-324, 1e-323, 2.2250738585072014e-308, 2.225073858507201e-308, 1.7976931348623157e308,
+                     2.0, 0.5])
+    np.testing.assert_array_equal(run_f64("log", ends), reference("log", ends)[0])
+
+
+def test_float64_log_random_bits_and_subnormals(run_f64):
+    """Random bit patterns over the positive doubles, random subnormals, the
+    smallest ones and the smallest normals (where the 2^54 scaling stops)."""
+    rng = np.random.default_rng(20261201)
+    check_log(run_f64, np.concatenate([
+        rng.integers(1, 0x7FF0000000000000, 1_000_000, dtype=np.int64).view(np.float64),
+        rng.integers(1, 1 << 52, 200_000, dtype=np.int64).view(np.float64),
+        np.arange(1, 1 << 12, dtype=np.int64).view(np.float64), near([2.2250738585072014e-308], 1 << 14)]))
+
+
+def test_float64_log_around_one_and_the_reduction_switch(run_f64):
+    """[0.9, 1.1] densely (log x ~ x - 1: the cancellation), every double within
+    2^15 steps of 1, of sqrt(1/2) and sqrt(2) (where m = x 2^-k switches
+    binade) and of the largest errors found, and random mantissas with
+    k = -1, 0, 1 (where k ln2 cancels) and far out."""
+    rng = np.random.default_rng(7)
+    centers = [1.0, np.sqrt(0.5), np.sqrt(2.0), np.float64(0.5) * np.sqrt(0.5), 0.7066592666739954,
+               0.7014294974192864, 1.4071981492819863]
+    m = rng.uniform(np.sqrt(0.5), np.sqrt(2.0), 100_000)
+    check_log(run_f64, np.concatenate([np.linspace(0.9, 1.1, 500_001), rng.uniform(0.999, 1.001, 100_000),
+                                       near(centers, 1 << 15), *(m * 2.0 ** e for e in (-1, 0, 1, 2, -2, 600, -1000))]))
+
+
+def test_float64_log_powers_of_two(run_f64):
+    """Every power of two 2^-1074 .. 2^1023 (exactly k ln2, correctly
+    rounded) and 16 doubles either side, and the largest doubles."""
+    pows = 2.0 ** np.arange(-1074, 1024)
+    x = (pows.view(np.int64)[:, None] + np.arange(-16, 17, dtype=np.int64)).ravel().view(np.float64)
+    check_log(run_f64, np.concatenate([x, near([1.7976931348623157e308], 1 << 12)]))
+    np.testing.assert_array_equal(run_f64("log", pows), reference("log", pows)[0])
+
+
 @pytest.mark.parametrize("fn", sorted(FUNCTIONS.values()))
 def test_float64_math_vectorizes_on_this_host(fn, tmp_path):
     """A loop over each function compiles to vector code with the flags the
@@ -251,3 +304,19 @@ extern "C" void loop(const double* __restrict a, double* __restrict b, long n) {
     last_line = len(src.read_text().splitlines()) - 1
     assert any(f"loop.cpp:{last_line}:" in line and "vectorized" in line for line in proc.stderr.splitlines()), \
         proc.stderr
+
+
+@pytest.mark.parametrize("op", sorted(FUNCTIONS))
+def test_compiled_float64_graphs_call_the_same_functions(op, run_f64):
+    from minicompile import ir
+    from minicompile.inductor import compile_graph
+
+    x = np.concatenate([random_doubles(20_000, seed=5), np.linspace(-30, 30, 10_001)])
+    g = ir.Graph()
+    p = g.placeholder("x", ir.TensorMeta(x.shape, x.dtype))
+    g.output([g.call(op, p)])
+    compiled = compile_graph(g, [x])
+    assert compiled.fallback_reason is None
+    assert f"{FUNCTIONS[op]}(" in compiled.kernel_source.split('extern "C"', 1)[1]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(compiled(x)[0], run_f64(op, x))
