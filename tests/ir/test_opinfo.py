@@ -745,3 +745,36 @@ def test_random_numbers_break_the_graph():
 
     explanation = mc.explain(noisy)(np.zeros(3))
     assert explanation.graph_break_count >= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 6), cols=st.sampled_from([(), (1,), (3,), (2, 3)]), n=st.integers(0, 12),
+       ufunc=st.sampled_from([np.add, np.subtract, np.multiply, np.maximum, np.minimum]),
+       dtype=st.sampled_from([np.float32, np.float64, np.int32]), value_shape=st.sampled_from(["full", "row", "scalar"]),
+       as_tuple=st.booleans(), seed=st.integers(0, 2**16))
+def test_ufunc_at_over_rows_equals_numpy_bit_for_bit(rows, cols, n, ufunc, dtype, value_shape, as_tuple, seed):
+    """``np.<ufunc>.at(a, idx, b)`` selecting rows of ``a`` runs as updates of
+    the flat array (pointwise._rows_at): same result, repeated and negative
+    indices and broadcast values included."""
+    from minicompile.ir.ops.registry import get_op
+
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((rows,) + cols) * 10).astype(dtype)
+    idx = rng.integers(-rows, rows, size=(n,) if seed % 2 else (n // 2 + 1, 2))
+    full = idx.shape + cols
+    b = {"full": rng.standard_normal(full), "row": rng.standard_normal(cols), "scalar": 2.5}[value_shape]
+    b = np.asarray(b * 10).astype(dtype)
+    expected = a.copy()
+    ufunc.at(expected, (idx,) if as_tuple else idx, b)
+    got = get_op(f"{ufunc.__name__}_at").impl(a, (idx,) if as_tuple else idx, b)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected, equal_nan=True)
+    assert not np.shares_memory(got, a)
+
+
+def test_ufunc_at_over_rows_keeps_numpys_errors():
+    from minicompile.ir.ops.registry import get_op
+
+    with pytest.raises(IndexError):
+        get_op("add_at").impl(np.zeros((3, 2)), np.array([0, 3]), 1.0)
+    with pytest.raises(ValueError):
+        get_op("add_at").impl(np.zeros((3, 2)), np.array([0, 1]), np.ones((3, 2)))

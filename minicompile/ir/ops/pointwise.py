@@ -16,6 +16,7 @@ Capture then rebinds ``y`` to ``y'`` and writes it back into the caller's array.
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 import numpy as np
@@ -179,6 +180,30 @@ def _copyto(dst, src, casting="same_kind", where=True):
 simple_op("copyto", with_signature(_copyto, np.copyto), "pointwise")
 
 
+def _rows_at(ufunc: np.ufunc, out: np.ndarray, indices: Any, b: Any) -> bool:
+    """``ufunc.at(out, indices, b)`` for one integer array selecting rows of a
+    C-contiguous ``out`` (an embedding's gradient: ``np.add.at(zeros, tokens,
+    g)``), as the same updates on the flat array, element by element: NumPy's
+    1-D index path is several times faster than its per-row one (0.5-0.7
+    against 2.5 ms for 512 rows of 256 floats), and each element still takes
+    its updates in index order, so the result is the same bit for bit.
+    False (nothing done) when the call is not of that form or an index is out
+    of bounds (``ufunc.at`` then raises NumPy's own error)."""
+    key = indices[0] if isinstance(indices, tuple) and len(indices) == 1 else indices
+    if not (isinstance(key, np.ndarray) and key.dtype.kind in "iu" and out.ndim >= 2 and out.flags.c_contiguous):
+        return False
+    n, row = out.shape[0], math.prod(out.shape[1:])
+    if key.size == 0 or key.min() < -n or key.max() >= n:
+        return False
+    try:
+        values = np.broadcast_to(b, key.shape + out.shape[1:])
+    except ValueError:
+        return False
+    flat = ((key.reshape(-1, 1) % n) * row + np.arange(row)).reshape(-1)
+    ufunc.at(out.reshape(-1), flat, values.reshape(-1))
+    return True
+
+
 def _ufunc_at(ufunc: np.ufunc) -> OpDef:
     """``np.add.at(a, indices, b)`` as a function: a copy of ``a`` with the update applied."""
 
@@ -186,7 +211,7 @@ def _ufunc_at(ufunc: np.ufunc) -> OpDef:
         out = np.array(a, copy=True)
         if ufunc.nin == 1:
             ufunc.at(out, indices)
-        else:
+        elif not _rows_at(ufunc, out, indices, b):
             ufunc.at(out, indices, b)
         return out
 
