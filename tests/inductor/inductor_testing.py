@@ -100,3 +100,44 @@ def layer_norm_graph(shape: tuple) -> ir.Graph:
     var = g.call("mean", g.call("multiply", c, c), axis=-1, keepdims=True)
     g.output([g.call("divide", c, g.call("sqrt", g.call("add", var, 1e-5)))])
     return g
+
+
+def assert_loop_vectorizes(prelude: str, fn: str, ctype: str, directory) -> None:
+    """A loop over the prelude function ``fn`` on ``ctype`` arrays compiles to
+    vector code with the flags the cache uses (read from GCC's -fopt-info;
+    skipped with another compiler)."""
+    import subprocess
+
+    import pytest
+
+    from minicompile.inductor import codecache
+
+    cxx = codecache.find_compiler()
+    if "GCC" not in codecache.compiler_version(cxx) and "g++" not in codecache.compiler_version(cxx):
+        pytest.skip("vectorization report read from GCC's -fopt-info")
+    src = directory / "loop.cpp"
+    src.write_text(prelude + f"""
+extern "C" void loop(const {ctype}* __restrict a, {ctype}* __restrict b, long n) {{
+    #pragma omp simd
+    for (long i = 0; i < n; ++i) b[i] = {fn}(a[i]);
+}}
+""")
+    flags = [f for f in codecache.compile_flags() if f not in ("-shared", "-fPIC")]
+    proc = subprocess.run([cxx, *flags, "-fopt-info-vec-optimized", "-c", str(src),
+                           "-o", str(directory / "loop.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    last_line = len(src.read_text().splitlines()) - 1
+    assert any(f"loop.cpp:{last_line}:" in line and "vectorized" in line for line in proc.stderr.splitlines()), \
+        proc.stderr
+
+
+def compiled_unary(op: str, x: np.ndarray, function: str) -> np.ndarray:
+    """``op`` over ``x`` through a compiled one-op graph, whose kernel must call ``function``."""
+    g = ir.Graph()
+    p = g.placeholder("x", TensorMeta(x.shape, x.dtype))
+    g.output([g.call(op, p)])
+    compiled = compile_graph(g, [x])
+    assert compiled.fallback_reason is None
+    assert f"{function}(" in compiled.kernel_source.split('extern "C"', 1)[1]
+    with np.errstate(all="ignore"):
+        return compiled(x)[0]

@@ -9,8 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from minicompile import ir
-from minicompile.inductor import compile_graph
+import inductor_testing
 
 SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754944e-38,
                      88.72, 88.73, 89.0, -103.9, -104.0, -150.0, 9.0, 8.99, 0.0078125,
@@ -35,13 +34,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def compiled_unary(op: str, x: np.ndarray) -> np.ndarray:
-    g = ir.Graph()
-    p = g.placeholder("x", ir.TensorMeta(x.shape, x.dtype))
-    g.output([g.call(op, p)])
-    compiled = compile_graph(g, [x])
-    assert compiled.fallback_reason is None
-    assert f"mc_{op}_f32(" in compiled.kernel_source.split('extern "C"', 1)[1]
-    return compiled(x)[0]
+    return inductor_testing.compiled_unary(op, x, f"mc_{op}_f32")
 
 
 def within_bounds(op: str, x: np.ndarray, numpy_ulps: int | None = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -176,25 +169,8 @@ def test_float32_math_vectorizes_on_this_host(fn, tmp_path):
     """A loop over each function compiles to vector code with the flags the
     cache uses (a double -> int64 conversion, which x86 has only with AVX-512,
     once kept tanh and log scalar on AVX2 machines: 4x slower than torch)."""
-    import subprocess
-
-    from minicompile.inductor import codecache
     from minicompile.inductor.codegen.cpp_prelude import PRELUDE
 
-    cxx = codecache.find_compiler()
-    if "GCC" not in codecache.compiler_version(cxx) and "g++" not in codecache.compiler_version(cxx):
-        pytest.skip("vectorization report read from GCC's -fopt-info")
-    src = tmp_path / "loop.cpp"
-    src.write_text(PRELUDE + f"""
-extern "C" void loop(const float* __restrict a, float* __restrict b, long n) {{
-    #pragma omp simd
-    for (long i = 0; i < n; ++i) b[i] = {fn}(a[i]);
-}}
-""")
-    flags = [f for f in codecache.compile_flags() if f not in ("-shared", "-fPIC")]
-    proc = subprocess.run([cxx, *flags, "-fopt-info-vec-optimized", "-c", str(src),
-                           "-o", str(tmp_path / "loop.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    last_line = len(src.read_text().splitlines()) - 1
-    assert any(f"loop.cpp:{last_line}:" in line and "vectorized" in line for line in proc.stderr.splitlines()), \
-        proc.stderr
+    from inductor_testing import assert_loop_vectorizes
+
+    assert_loop_vectorizes(PRELUDE, fn, "float", tmp_path)

@@ -287,36 +287,15 @@ def test_float64_math_vectorizes_on_this_host(fn, tmp_path):
     """A loop over each function compiles to vector code with the flags the
     cache uses (a double <-> int64 conversion, which x86 has only with
     AVX-512, would keep it scalar on AVX2 machines)."""
-    cxx = codecache.find_compiler()
-    if "GCC" not in codecache.compiler_version(cxx) and "g++" not in codecache.compiler_version(cxx):
-        pytest.skip("vectorization report read from GCC's -fopt-info")
-    src = tmp_path / "loop.cpp"
-    src.write_text(PRELUDE + PRELUDE_F64 + f"""
-extern "C" void loop(const double* __restrict a, double* __restrict b, long n) {{
-    #pragma omp simd
-    for (long i = 0; i < n; ++i) b[i] = {fn}(a[i]);
-}}
-""")
-    flags = [f for f in codecache.compile_flags() if f not in ("-shared", "-fPIC")]
-    proc = subprocess.run([cxx, *flags, "-fopt-info-vec-optimized", "-c", str(src),
-                           "-o", str(tmp_path / "loop.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    last_line = len(src.read_text().splitlines()) - 1
-    assert any(f"loop.cpp:{last_line}:" in line and "vectorized" in line for line in proc.stderr.splitlines()), \
-        proc.stderr
+    from inductor_testing import assert_loop_vectorizes
+
+    assert_loop_vectorizes(PRELUDE + PRELUDE_F64, fn, "double", tmp_path)
 
 
 @pytest.mark.parametrize("op", sorted(FUNCTIONS))
 def test_compiled_float64_graphs_call_the_same_functions(op, run_f64):
-    from minicompile import ir
-    from minicompile.inductor import compile_graph
+    from inductor_testing import compiled_unary
 
     x = np.concatenate([random_doubles(20_000, seed=5), np.linspace(-30, 30, 10_001)])
-    g = ir.Graph()
-    p = g.placeholder("x", ir.TensorMeta(x.shape, x.dtype))
-    g.output([g.call(op, p)])
-    compiled = compile_graph(g, [x])
-    assert compiled.fallback_reason is None
-    assert f"{FUNCTIONS[op]}(" in compiled.kernel_source.split('extern "C"', 1)[1]
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(compiled(x)[0], run_f64(op, x))
+        np.testing.assert_array_equal(compiled_unary(op, x, FUNCTIONS[op]), run_f64(op, x))
