@@ -118,6 +118,8 @@ def vector_math(op: str, loop_dtype: np.dtype) -> str | None:
     if loop_dtype in FLOAT32_KIND:
         return FLOAT32_MATH.get(op)
     return FLOAT64_MATH.get(op) if loop_dtype == np.float64 else None
+
+
 # float16 loops that differ from float32/float64 ones beyond precision.
 HALF_OPS: dict[str, str] = {
     "maximum": "mc_maximum_half({0}, {1})",
