@@ -167,3 +167,27 @@ def test_rows_counted_at_run_time_prefetch_too():
         np.testing.assert_allclose(f(x), layer_norm(x), rtol=2e-5, atol=2e-5)
     src = next(e.compiled.kernel_source for e in f.cache if "s0" in e.compiled.kernel_source)
     assert "if (x0 + 1 < s0) for (int64_t r0 = 0; r0 < 1000; r0 += 16) __builtin_prefetch(&in_x[r0 + 1000*x0 + 1000])" in src
+
+
+def lane_sum_model(row: np.ndarray) -> np.float32:
+    """The order a row kernel's float32 sum adds in (rows of whole 32-lane
+    blocks): per chunk of SUM_CHUNK, 32 lanes in float32, folded by
+    mc_sum_lanes32, into a float64 total."""
+    total = 0.0
+    for c in range(0, row.size, SUM_CHUNK):
+        p = np.zeros(SUM_LANES, np.float32)
+        for b in range(c, min(c + SUM_CHUNK, row.size), SUM_LANES):
+            p += row[b:b + SUM_LANES]
+        v = p.reshape(4, 8)
+        s = (v[0] + v[2]) + (v[1] + v[3])
+        s = s + s[[1, 0, 3, 2, 5, 4, 7, 6]]
+        s = s + s[[2, 3, 0, 1, 6, 7, 4, 5]]
+        total += float(np.float32(s[0] + s[4]))
+    return np.float32(total)
+
+
+def test_lane_sums_add_in_the_stated_order():
+    # Magnitudes from 1e-3 to 1e5: a different order of the float32 adds gives other bits.
+    x = (rand(4, 320) * np.float32(10.0) ** np.random.default_rng(1).integers(-3, 6, (4, 320))).astype(F32)
+    got = check(sum_graph((4, 320)), [x])(x)[0]
+    np.testing.assert_array_equal(got, [lane_sum_model(row) for row in x])

@@ -70,7 +70,7 @@ SUM_CHUNK = 256
 # single accumulator waits on each vector add (3-4 cycles) and OpenMP's simd
 # reduction then adds its lanes one by one; see _KernelWriter._lane_sum_loops.
 SUM_VECTOR = 8
-SUM_LANES = 32
+SUM_LANES = 32  # the prelude's mc_sum_lanes32 folds exactly this many
 # A row kernel prefetches the next row of each input whose rows are at least
 # PREFETCH_ROW_MIN bytes, if those rows come to at most PREFETCH_ROWS_MAX bytes
 # (half of L1: they must stay there until the next row reads them).
@@ -925,8 +925,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         ``r_b + j`` of a block of SUM_LANES goes to lane ``j``, and the block's
         SUM_LANES // SUM_VECTOR vector adds do not wait on each other (one
         accumulator is bound by the add's latency, about twice slower).  The
-        chunk's lanes then add pairwise (vector adds, then 8 floats) into the
-        float64 total, as the chunk's single float32 sum did.  The last
+        chunk's lanes then add pairwise (the prelude's mc_sum_lanes32: vector
+        adds, then 8 floats) into the float64 total, as the chunk's single
+        float32 sum did.  The last
         ``n % SUM_LANES`` elements of the row take the plain chunk loop."""
         r = red_vars[-1]
         n, lanes = r.size, SUM_LANES
@@ -961,13 +962,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.memo = saved
         self.close_loops(3)
         for acc, _ in accs:
-            p = f"{acc}_p"
-            half = lanes
-            while half > SUM_VECTOR:  # fold the upper half of the lanes onto the lower
-                half //= 2
-                self.line(f"for (int64_t i = 0; i < {half}; ++i) {p}[i] += {p}[i + {half}];")
-            self.line(f"{acc} += (double)((({p}[0] + {p}[1]) + ({p}[2] + {p}[3])) + "
-                      f"(({p}[4] + {p}[5]) + ({p}[6] + {p}[7])));")
+            self.line(f"{acc} += (double)mc_sum_lanes32({acc}_p);")  # the prelude's fold of 32 lanes
         self.close_loops(1)
         if body_end < n:
             for acc, _ in accs:
