@@ -447,20 +447,16 @@ def _pad_widths(key: tuple, shape: tuple) -> tuple[tuple[int, int], ...] | None:
     key = key if isinstance(key, tuple) else (key,)
     if not all(isinstance(n, int) for n in shape) or indexing.is_advanced(key):
         return None
-    axes = [k for k in key if k is not None]
-    if axes.count(Ellipsis) > 1:
-        return None
-    if Ellipsis in axes:
-        at = axes.index(Ellipsis)
-        axes[at:at + 1] = [slice(0, n, 1) for n in shape[at:at + len(shape) - len(axes) + 1]]
-    axes += [slice(0, n, 1) for n in shape[len(axes):]]
+    axes = [k for k in indexing.expand_ellipsis(key, len(shape)) if k is not None]
+    axes += [slice(None)] * (len(shape) - len(axes))
     widths = []
     for k, n in zip(axes, shape):
         if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n:
             widths.append((k, n - k - 1))
-        elif isinstance(k, slice) and k.step == 1 and all(isinstance(b, int) for b in (k.start, k.stop)):
-            start = min(max(k.start, 0), n)
-            widths.append((start, n - start - max(min(k.stop, n) - start, 0)))
+        elif isinstance(k, slice) and k.step in (None, 1) and all(isinstance(b, (int, type(None)))
+                                                                    for b in (k.start, k.stop)):
+            start, stop, _ = k.indices(n)
+            widths.append((start, n - start - max(stop - start, 0)))
         else:
             return None
     return tuple(widths)

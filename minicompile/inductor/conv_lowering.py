@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..ir import indexing as ix
 from ..ir.symbolic import Sym, SymbolicUnsupported
 from . import loop_ir as L
 from .lowering import LOWERINGS, Unsupported
@@ -122,10 +123,7 @@ def lower_getitem(node: ir.Node) -> L.Pointwise:
     """Basic indexing: a slice is ``start + step*i``, an integer a constant (axis dropped),
     an Ellipsis the whole axes it stands for."""
     a, key = node.arg("a"), node.arg("key")
-    key = key if isinstance(key, tuple) else (key,)
-    if key.count(Ellipsis) == 1:  # ``x[..., :h]``: the axes the Ellipsis stands for, whole
-        at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (len(a.shape) - len(key) + 1) + key[at + 1:]
+    key = ix.expand_ellipsis(key if isinstance(key, tuple) else (key,), len(a.shape))  # ``x[..., :h]``
     if not all(isinstance(k, slice) or (isinstance(k, int) and not isinstance(k, bool)) for k in key):
         raise Unsupported("only integers and slices index as a view")
     if len(key) > len(a.shape) or all(isinstance(k, int) for k in key) and len(key) == len(a.shape):

@@ -217,6 +217,16 @@ def _advanced_length(entry: Any) -> tuple[int, ...]:
     return (int(np.count_nonzero(entry)),)
 
 
+def expand_ellipsis(key: tuple, ndim: int) -> tuple:
+    """A basic ``key`` with its Ellipsis replaced by the full slices it stands
+    for on an array of ``ndim`` axes (rule 1 above)."""
+    if not any(e is Ellipsis for e in key):
+        return key
+    at = next(i for i, e in enumerate(key) if e is Ellipsis)
+    used = sum(1 for e in key if e is not None and e is not Ellipsis)
+    return key[:at] + (slice(None),) * (ndim - used) + key[at + 1:]
+
+
 def is_advanced(key: tuple) -> bool:
     return any(not (e is None or e is Ellipsis or isinstance(e, (slice, int))) or isinstance(e, bool)
                for e in key)
