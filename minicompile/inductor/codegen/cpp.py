@@ -39,6 +39,7 @@ NumPy's semantics are kept exactly:
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -387,15 +388,19 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         elif flat[1] is True:
             self._generate_streaming(flat[0])
         else:  # whether the outputs are big enough to stream is known at run time
+            self._branch(flat[1], lambda: self._generate_streaming(flat[0]),
+                         lambda: self._generate_nest(out_vars, red_vars, big, own_loops))
+        return self._finish()
+
+    def _branch(self, condition: str, then: Callable[[], None], otherwise: Callable[[], None]) -> None:
+        """``if (condition) {then} else {otherwise}``, each writing its own
+        values: what one branch computed is not named in the other."""
+        for head, write in ((f"if ({condition})", then), ("else", otherwise)):
             saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
-            self.open_block(f"if ({flat[1]})")
-            self._generate_streaming(flat[0])
+            self.open_block(head)
+            write()
             self.close_loops(1)
             self.memo, self.forwarded = saved_memo, saved_fwd
-            self.open_block("else")
-            self._generate_nest(out_vars, red_vars, big, own_loops)
-            self.close_loops(1)
-        return self._finish()
 
     def _generate_nest(self, out_vars: list[L.Var], red_vars: list[L.Var], big: bool, own_loops: bool) -> None:
         """The loop nest over the outputs, each row's passes inside it."""
@@ -451,12 +456,8 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             if store.stage >= len(stages):
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
         if k.row_pointwise and stream_rows not in (True, False):  # big enough to stream: known at run time
-            self.open_block(f"if ({stream_rows})")
-            self._row_pass(red_vars, parallel=False, pass_index=len(stages), stream=True)
-            self.close_loops(1)
-            self.open_block("else")
-            self._row_pass(red_vars, parallel=False, pass_index=len(stages))
-            self.close_loops(1)
+            self._branch(stream_rows, lambda: self._row_pass(red_vars, False, len(stages), stream=True),
+                         lambda: self._row_pass(red_vars, False, len(stages)))
         elif k.row_pointwise:
             self._row_pass(red_vars, parallel=big and not out_vars, pass_index=len(stages), stream=stream_rows)
         self.close_loops(len(out_vars))
