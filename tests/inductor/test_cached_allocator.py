@@ -45,6 +45,19 @@ def test_outputs_of_a_large_graph_come_from_the_cache_and_own_their_data():
     assert get_handler_name(np.empty(BIG)) != "minicompile_cache"
 
 
+def test_large_blocks_start_half_a_page_in():
+    """Away from NumPy's own large arrays (16 bytes past a page): a kernel
+    reading one of those and writing an output a little past it modulo 4096
+    stalls on 4K aliasing (cpp_allocator's kDataOffset)."""
+    f = mc.compile(adam_like)
+    rng = np.random.default_rng(3)
+    p, g, m = (rng.standard_normal(BIG, dtype=np.float32) for _ in range(3))
+    for _ in range(2):  # fresh mappings, then blocks from the cache
+        outs = f(p, g, m)
+        assert [o.ctypes.data % 4096 for o in outs] == [2048, 2048]
+        del outs
+
+
 def test_freed_outputs_are_reused_without_new_mappings():
     f = mc.compile(adam_like)
     rng = np.random.default_rng(1)
