@@ -1,10 +1,11 @@
 """Streaming (non-temporal) stores in the C++ backend (codegen/cpp_streaming.py).
 
 Kernels that store at least ``cpp_streaming.MIN_BYTES`` write through an L1
-chunk buffer and ``mc_stream_out``: the results must be exactly NumPy's for
-every size (partial last chunks), alignment (arrays not on a 32-byte
-boundary), dtype and row length, and small or compute-bound kernels keep
-their plain stores.
+chunk buffer and ``mc_stream_out``, or (a row kernel's one row store) one
+vector at a time between a plain head and tail: the results must be exactly
+NumPy's for every size (partial last chunks), alignment (arrays not on a
+32-byte boundary), dtype and row length, and small or compute-bound kernels
+keep their plain stores.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen import cpp_streaming
+from minicompile.inductor.codegen.cpp import PARALLEL_MIN_WORK
 
 BIG = cpp_streaming.MIN_BYTES // 4  # float32 elements of one output at the threshold
 
@@ -59,7 +61,8 @@ def test_big_row_kernel_streams_its_rows_and_equals_numpy():
     f = mc.compile(layer_norm)
     got = f(x)
     source = kernel_source(f)
-    assert f"so_divide[{row}]" in source and "mc_stream_fence();" in source
+    assert "mc_stream_head(so_divide, 257)" in source and "mc_stream_vector(&so_divide[r0_v]" in source
+    assert "mc_stream_fence();" in source
     np.testing.assert_allclose(got, layer_norm(x), rtol=2e-5, atol=2e-5)
 
 
@@ -68,7 +71,7 @@ def test_softmax_streams_its_rows_since_exp_is_computed_in_an_earlier_pass():
     f = mc.compile(lambda x: np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True))
     got = f(x)
     source = kernel_source(f)
-    assert "mc_stream_out(" in source and "row0[r0]" in source  # the row pass reads exp from the row buffer
+    assert "mc_stream_vector(&so_" in source and "row0[r0]" in source  # the row pass reads exp from the row buffer
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-7)
 
@@ -141,3 +144,48 @@ def test_sizes_known_at_run_time_stream_when_big_enough(fn, monkeypatch):
     assert len(f.cache) == 2  # the first shape, then one symbolic kernel for the rest
     dynamic = next(e.compiled.kernel_source for e in f.cache if "s0" in e.compiled.kernel_source)
     assert ">= 65536)" in dynamic and "mc_stream_out(" in dynamic and "else" in dynamic
+
+
+def centered(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+def above_half_max(x):
+    return x > x.max(axis=-1, keepdims=True) * 0.5
+
+
+def centered_and_scaled(x):
+    c = x - x.max(axis=-1, keepdims=True)
+    return c, c * 0.5
+
+
+@settings(max_examples=25, deadline=None)
+@given(extra_rows=st.integers(0, 40), row=st.integers(32, 300),
+       dtype=st.sampled_from([np.float32, np.float64, np.float16]), cached=st.booleans())
+def test_one_row_store_streams_directly_from_any_row_start(extra_rows, row, dtype, cached):
+    """Rows of every length start at every alignment (a head of 0 to 31
+    bytes, then vectors, then a tail), in outputs from the cache (data 64-byte
+    aligned) or from NumPy (16 bytes past a page); 1-byte bools have 32 lanes."""
+    old, old_cached = cpp_streaming.MIN_BYTES, config.cached_allocator
+    cpp_streaming.MIN_BYTES, config.cached_allocator = 0, cached
+    try:
+        x = rand(-(-PARALLEL_MIN_WORK // row) + extra_rows, row, dtype=dtype, seed=row)  # parallel: big enough to stream
+        for fn in (centered, above_half_max):
+            f = mc.compile(fn)
+            got = f(x)
+            source = kernel_source(f)
+            assert "mc_stream_vector(&so_" in source and "mc_stream_out(&" not in source
+            assert got.dtype == fn(x).dtype
+            np.testing.assert_array_equal(got, fn(x))
+    finally:
+        cpp_streaming.MIN_BYTES, config.cached_allocator = old, old_cached
+
+
+def test_two_row_stores_stream_through_row_buffers(monkeypatch):
+    monkeypatch.setattr(cpp_streaming, "MIN_BYTES", 0)
+    x = rand(200, 203)  # above PARALLEL_MIN_WORK
+    f = mc.compile(centered_and_scaled)
+    got = f(x)
+    assert "mc_stream_out(&out_" in kernel_source(f) and "mc_stream_vector(&" not in kernel_source(f)
+    for g, e in zip(got, centered_and_scaled(x)):
+        np.testing.assert_array_equal(g, e)

@@ -579,6 +579,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             pragmas[len(red_vars) - 1] = "#pragma omp simd"
         if parallel and red_vars:
             pragmas[0] = self.parallel(" simd" if contiguous and len(red_vars) == 1 else "")
+        if stream and not parallel and len(self.kernel.row_pointwise) == 1:
+            self._streamed_row_pass(red_vars[0], pass_index)
+            return
         saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
         rows = {s.buffer: s.index for s in self.kernel.row_pointwise} if stream else {}
         for b in rows:  # stream: one row buffer per output (one reduction loop, see row_stores)
@@ -598,6 +601,49 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             self.close_loops(1)
         self.store_to = {}
         self.memo, self.forwarded = saved_memo, saved_fwd
+
+    def _streamed_row_pass(self, r: L.Var, pass_index: int) -> None:
+        """The last pass of a row kernel with one row store, streamed directly
+        (cpp_streaming): a plain head loop up to the row's first 32-byte
+        boundary, then one vector of ``32 / itemsize`` elements at a time,
+        written to a local array the compiler keeps in a register and stored
+        with a streaming store, then a plain tail.  Against the row buffer in
+        L1 streamed out after the pass (the general case), softmax's kernel
+        over 4096 x 1024 float32 took 12.4 instead of 14.4 cycles per vector
+        (median of 10 alternated runs on two Zen 3 cores)."""
+        store, = self.kernel.row_pointwise
+        b, n = store.buffer, r.size
+        t, lanes = ctype(self.buffers[b].dtype), 32 // self.buffers[b].dtype.itemsize
+        self.streams = True
+        self.line(f"{t}* so_{b};")
+        self.line(f"{{ const int64_t {r.name} = 0; so_{b} = &out_{b}[{self.offset(b, store.index)}]; }}")
+        self.line(f"const int64_t {r.name}_h = mc_stream_head(so_{b}, {n});")
+        self.line(f"const int64_t {r.name}_m = {r.name}_h + ({n} - {r.name}_h) / {lanes} * {lanes};")
+
+        def body(target: str | None) -> None:
+            saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
+            if target:
+                self.store_to[b] = target
+            self._enter_pass(pass_index)
+            self._store(b, store.index, self.value(store.body), store.body.dtype)
+            self.store_to = {}
+            self.memo, self.forwarded = saved_memo, saved_fwd
+
+        for start, end in ((0, f"{r.name}_h"), (f"{r.name}_m", n)):
+            if start:  # the vectors between head and tail
+                self.open_block(f"for (int64_t {r.name}_v = {r.name}_h; {r.name}_v < {r.name}_m; {r.name}_v += {lanes})")
+                self.line(f"alignas(32) {t} sv_{b}[{lanes}];")
+                self.line("#pragma omp simd")
+                self.open_block(f"for (int64_t {r.name}_j = 0; {r.name}_j < {lanes}; ++{r.name}_j)")
+                self.line(f"const int64_t {r.name} = {r.name}_v + {r.name}_j;")
+                body(f"sv_{b}[{r.name}_j]")
+                self.close_loops(1)
+                self.line(f"mc_stream_vector(&so_{b}[{r.name}_v], sv_{b});")
+                self.close_loops(1)
+            self.line("#pragma omp simd")
+            self.open_block(f"for (int64_t {r.name} = {start}; {r.name} < {end}; ++{r.name})")
+            body(None)
+            self.close_loops(1)
 
     def _generate_streaming(self, var: L.Var) -> None:
         """A one-loop pointwise kernel in chunks: the vectorized loop writes each

@@ -87,6 +87,33 @@ template <typename T> static inline void mc_stream_out(T* __restrict dst, const 
 #endif
     __builtin_memcpy(d, s, bytes);
 }
+// A row pass that streams its one output writes it directly: a plain head
+// loop up to dst's first 32-byte boundary (mc_stream_head elements: all n where
+// dst is not aligned to its element, or streaming is not available), then
+// one 32-byte vector at a time (mc_stream_vector), then a plain tail.
+template <typename T> static inline int64_t mc_stream_head(const T* dst, int64_t n) {
+#ifdef MC_STREAMING
+    const uintptr_t a = (uintptr_t)dst;
+    if (a % sizeof(T) == 0) {
+        const int64_t head = (int64_t)(((32 - (a & 31)) & 31) / sizeof(T));
+        return head < n ? head : n;
+    }
+#endif
+    return n;
+}
+template <typename T> static inline void mc_stream_vector(T* __restrict dst, const T* __restrict src) {
+#ifdef MC_STREAMING
+    mc_v4i v;
+    __builtin_memcpy(&v, src, 32);
+#ifdef __clang__
+    __builtin_nontemporal_store(v, reinterpret_cast<mc_v4i*>(dst));
+#else
+    __builtin_ia32_movntdq256(reinterpret_cast<mc_v4i*>(dst), v);
+#endif
+#else
+    __builtin_memcpy(dst, src, 32);
+#endif
+}
 // Streaming stores are weakly ordered: a thread fences once it has written its last chunk.
 static inline void mc_stream_fence() {
 #ifdef MC_STREAMING
