@@ -50,7 +50,7 @@ def test_big_pointwise_kernel_streams_and_equals_numpy(n, cached_allocator, monk
     args = [rand(n, seed=i) for i in range(3)]
     f = mc.compile(momentum)
     got = f(*args)
-    assert "mc_stream_out(" in kernel_source(f) and "mc_stream_fence();" in kernel_source(f)
+    assert "mc_stream_vector(&out_" in kernel_source(f) and "mc_stream_fence();" in kernel_source(f)
     for g, e in zip(got, momentum(*args)):
         np.testing.assert_array_equal(g, e)
 
@@ -80,7 +80,7 @@ def test_outputs_of_every_dtype_stream_exactly():
     x = rand(BIG // 2 + 5, dtype=np.float64)
     f = mc.compile(mixed)
     got = f(x)
-    assert "mc_stream_out(" in kernel_source(f)
+    assert "mc_stream_out(out_" in kernel_source(f)  # element sizes differ: through chunk buffers
     for g, e in zip(got, mixed(x)):
         assert g.dtype == e.dtype
         np.testing.assert_array_equal(g, e)
@@ -104,25 +104,26 @@ def test_streaming_can_be_switched_off(monkeypatch):
 
 @settings(max_examples=20, deadline=None)
 @given(n=st.integers(1 << 15, 1 << 17), offset=st.integers(0, 7), row=st.integers(32, 300),
-       dtype=st.sampled_from([np.float32, np.float64]))
-def test_random_sizes_and_alignments_stream_exactly(n, offset, row, dtype):
+       dtype=st.sampled_from([np.float32, np.float64]), cached=st.booleans())
+def test_random_sizes_and_alignments_stream_exactly(n, offset, row, dtype, cached):
     """With the threshold lowered to nothing, every parallel kernel streams:
-    random lengths, input offsets (unaligned reads) and row lengths."""
-    old = cpp_streaming.MIN_BYTES
-    cpp_streaming.MIN_BYTES = 0
+    random lengths, input offsets (unaligned reads) and row lengths, outputs
+    from the cache (no head before the first vector) or from NumPy (a head)."""
+    old, old_cached = cpp_streaming.MIN_BYTES, config.cached_allocator
+    cpp_streaming.MIN_BYTES, config.cached_allocator = 0, cached
     try:
         base = [rand(n + offset, dtype=dtype, seed=i) for i in range(3)]
         args = [b[offset:] for b in base]
         f = mc.compile(momentum)
         got = f(*args)
-        assert "mc_stream_out(" in kernel_source(f)
+        assert "mc_stream_vector(&out_" in kernel_source(f)
         for g, e in zip(got, momentum(*args)):
             np.testing.assert_array_equal(g, e)
         x = rand(max(n // row, 2), row, dtype=dtype)
         ln = mc.compile(layer_norm)
         np.testing.assert_allclose(ln(x), layer_norm(x), rtol=1e-4, atol=1e-4)
     finally:
-        cpp_streaming.MIN_BYTES = old
+        cpp_streaming.MIN_BYTES, config.cached_allocator = old, old_cached
 
 
 @pytest.mark.parametrize("fn", [momentum, layer_norm])
@@ -143,7 +144,7 @@ def test_sizes_known_at_run_time_stream_when_big_enough(fn, monkeypatch):
                 np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)
     assert len(f.cache) == 2  # the first shape, then one symbolic kernel for the rest
     dynamic = next(e.compiled.kernel_source for e in f.cache if "s0" in e.compiled.kernel_source)
-    assert ">= 65536)" in dynamic and "mc_stream_out(" in dynamic and "else" in dynamic
+    assert ">= 65536)" in dynamic and "mc_stream_vector(&" in dynamic and "else" in dynamic
 
 
 def centered(x):
@@ -189,3 +190,33 @@ def test_two_row_stores_stream_through_row_buffers(monkeypatch):
     assert "mc_stream_out(&out_" in kernel_source(f) and "mc_stream_vector(&" not in kernel_source(f)
     for g, e in zip(got, centered_and_scaled(x)):
         np.testing.assert_array_equal(g, e)
+
+
+HEAD_PROBE = cpp_streaming.PRELUDE + r"""
+extern "C" int64_t head_of_one(const float* a, int64_t n) { return mc_stream_head(a, n); }
+extern "C" int64_t head_of_three(const float* a, const float* b, const double* c, int64_t n) {
+    return mc_stream_head_all(n, a, b, c);
+}
+"""
+
+
+def test_stream_heads_reach_the_first_32_byte_boundary_or_cover_everything():
+    """Elements before the first 32-byte boundary; all of them (plain stores)
+    where outputs do not share a boundary or an array is not element-aligned."""
+    import ctypes
+    from minicompile.inductor import codecache
+    lib, _, _ = codecache.load("#include <cstdint>\n" + HEAD_PROBE)
+    lib.head_of_one.restype = lib.head_of_three.restype = ctypes.c_int64
+    lib.head_of_one.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.head_of_three.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64]
+    base = np.zeros(64, np.uint8).ctypes.data
+    base += -base % 32
+    streaming = lib.head_of_one(base + 4, 1000) == 7
+    if not streaming:  # no AVX: everything is plain
+        assert lib.head_of_one(base, 1000) == 1000
+        return
+    assert [lib.head_of_one(base + k, 1000) for k in (0, 4, 16, 28)] == [0, 7, 4, 1]
+    assert lib.head_of_one(base + 4, 3) == 3  # a row shorter than its head
+    assert lib.head_of_one(base + 2, 1000) == 1000  # not aligned to a float
+    assert lib.head_of_three(base + 8, base + 8 + 4096, base + 8 + 64, 1000) == 6
+    assert lib.head_of_three(base + 8, base + 12, base + 8, 1000) == 1000

@@ -109,6 +109,12 @@ template <typename T> static inline int64_t mc_stream_head(const T* dst, int64_t
 #endif
     return n;
 }
+// The same for several outputs indexed alike: their common head, or n where
+// they are not all at the same address modulo 32 (no common boundary).
+template <typename T, typename... R> static inline int64_t mc_stream_head_all(int64_t n, const T* first, const R*... rest) {
+    const uintptr_t phase = (uintptr_t)first & 31;
+    return ((((uintptr_t)rest & 31) == phase) && ...) ? mc_stream_head(first, n) : n;
+}
 template <typename T> static inline void mc_stream_vector(T* __restrict dst, const T* __restrict src) {
 #ifdef MC_STREAMING
     mc_v4i v;
