@@ -22,13 +22,17 @@ ignores ``omp simd nontemporal``), so the vectorized loop writes a chunk of
 ``mc_stream_out`` streams the buffer out with AVX stores (a head and tail
 that are not whole vectors, and arrays not aligned to an element, use plain
 stores).  Chunks of 1 KB measured best (3.6 ms; 2 KB 4.0–4.7, 4 KB 4.4–4.7,
-8 KB 4.5–4.8).  A row kernel whose last pass stores one output (softmax,
-layer norm) skips the buffer: it writes a plain head up to the row's first
-32-byte boundary, then each vector's elements into a local array of one
-vector, which GCC keeps in a register and ``mc_stream_vector`` stores
-(``vmovntdq`` straight after the computation), then a plain tail.  Softmax
-over 4096 x 1024 float32 took 12.4 against 14.4 cycles per vector that way,
-layer norm 4.6 against 5.8 (medians of 8-10 alternated runs, two threads).
+8 KB 4.5–4.8).  Most kernels skip the buffer: a row kernel whose last pass
+stores one output (softmax, layer norm), and a one-loop kernel whose outputs
+share an element size (Adam), write a plain head up to the first 32-byte
+boundary, then each vector's elements into a local array of one vector,
+which GCC keeps in a register and ``mc_stream_vector`` stores (``vmovntdq``
+straight after the computation), then a plain tail.  Softmax over 4096 x
+1024 float32 took 12.4 against 14.4 cycles per vector that way, layer norm
+4.6 against 5.8 (medians of 8-10 alternated runs, two threads), Adam's
+kernel 3.6-4.2 against 4.8-5.5 ms.  Outputs of a one-loop kernel need the
+same address modulo 32 for a common boundary (the caching allocator gives
+them that); where they differ the loop stores plainly.
 Streaming stores are weakly ordered: each thread ends with
 ``sfence`` before the team's barrier, so the results are visible to whoever
 reads them next.
