@@ -13,6 +13,14 @@ bytes of intermediates, and for memory-bound workloads the bandwidth reached
 (bytes of inputs and outputs over time) as a fraction of a measured copy
 with as many threads as the kernels use.
 
+Bandwidth is not every memory-bound workload's limit: one that evaluates a
+transcendental function per element may be bound by the arithmetic.  So each
+also runs on the first 1/``IN_CACHE_SHARE`` of its inputs' rows, a working
+set the caches hold, and ``%in-cache`` is that time, scaled up to the full
+size, over the full run's: near 100% the full run is as fast per byte as with
+its data in cache (more bandwidth would not help; the arithmetic is the
+limit), far below it the kernel waits on memory.
+
 The copy that is the roof moves the workload's own bytes: it reads a buffer
 the size of the inputs and writes one the size of the outputs, again and
 again as the workload runs.  A working set that fits the last-level cache
@@ -123,6 +131,19 @@ def copy_bandwidth(read_bytes: int = 1 << 28, write_bytes: int | None = None,
     return best, how
 
 
+IN_CACHE_SHARE = 16  # softmax over 4096 x 1024 float32: 256 rows, 2 MB in and out
+
+
+def in_cache_seconds(fn, inputs: tuple, budget_s: float) -> float:
+    """Median time of ``fn`` compiled on the first 1/IN_CACHE_SHARE of each
+    input's rows (a working set the caches hold), times the ratio of the full
+    inputs' bytes to theirs."""
+    small = tuple(np.ascontiguousarray(a[: max(len(a) // IN_CACHE_SHARE, 1)]) for a in inputs)
+    compiled = mc.compile(fn)
+    median, _ = run_times(compiled, *small, budget_s=budget_s)
+    return median * sum(a.nbytes for a in inputs) / sum(a.nbytes for a in small)
+
+
 class CompileTimes(NamedTuple):
     cold_s: float  # compiling with an empty disk cache (the C++ compiler runs)
     cached_s: float  # compiling again in a fresh state whose library is on disk
@@ -209,7 +230,8 @@ def _time_torch(name: str, torch_fns, inputs: tuple, budget: float) -> dict[str,
 
 
 COLUMNS = [("workload", 15), ("numpy", 10), ("mc", 10), ("mc/np", 7), ("torch", 10), ("t.compile", 10),
-           ("mc/tc", 7), ("best mc/tc", 11), ("kernels", 8), ("cold", 9), ("cached", 9), ("peak MB", 8), ("%copyBW", 8)]
+           ("mc/tc", 7), ("best mc/tc", 11), ("kernels", 8), ("cold", 9), ("cached", 9), ("peak MB", 8), ("%copyBW", 8),
+           ("%in-cache", 10)]
 
 
 def _fmt(value: Any, kind: str) -> str:
@@ -244,12 +266,13 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
         cg = _compiled_graph(compiled)
         kernels = len(getattr(cg, "kernels", []))
         moved = w.bytes_moved(inputs, expected)
-        frac = best_frac = workload_roof = None
+        frac = best_frac = workload_roof = in_cache = None
         if w.memory_bound:
             read = sum(np.asarray(a).nbytes for a in inputs)
             workload_roof, _ = copy_bandwidth(read, moved - read, budget_s=budget)
             frac = moved / t_mc / workload_roof
             best_frac = moved / best_mc / workload_roof
+            in_cache = in_cache_seconds(w.fn, inputs, budget)
         row: dict[str, Any] = dict(
             workload=w.name, numpy_s=t_np, minicompile_s=t_mc, ratio_vs_numpy=t_mc / t_np, kernels=kernels,
             numpy_best_s=best_np, minicompile_best_s=best_mc,
@@ -258,7 +281,8 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
             first_call_cached_s=times.first_call_cached_s, bytes_moved=moved,
             peak_intermediate_bytes=getattr(cg, "peak_intermediate_bytes", None),
             fraction_of_copy_bandwidth=frac, fraction_of_copy_bandwidth_best_run=best_frac,
-            copy_roof_Bps=workload_roof)
+            copy_roof_Bps=workload_roof, in_cache_s=in_cache,
+            in_cache_fraction=None if in_cache is None else in_cache / t_mc)
         if torch_fns:
             row.update(_time_torch(w.name, torch_fns, inputs, budget))
             if "torch_compile_s" in row:
@@ -273,7 +297,8 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
                  _fmt(best_mc / row["torch_compile_best_s"] if "torch_compile_best_s" in row else None, "ratio"),
                  f"{kernels}" + (f"/{w.kernel_goal}" if w.kernel_goal else ""),
                  _fmt(cold, "time"), _fmt(warm, "time"),
-                 "-" if peak is None else f"{peak / 2**20:.1f}", _fmt(frac, "pct")]
+                 "-" if peak is None else f"{peak / 2**20:.1f}", _fmt(frac, "pct"),
+                 _fmt(row["in_cache_fraction"], "pct")]
         print("".join(f"{c:>{width}}" if i else f"{c:<{width}}" for i, (c, (_, width)) in enumerate(zip(cells, COLUMNS))),
               flush=True)
     tiny = next((r for r in rows if r["workload"] == "tiny"), None)
@@ -286,7 +311,9 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
           "runs; kernels: generated/goal; "
           "cold/cached: compile time (capture, guards, backend; not the first run, which the JSON "
           "adds in first_call_*) with an empty / a warm disk cache; %copyBW: (inputs+outputs bytes)/time "
-          "over that of a copy reading as many bytes as the inputs and writing as many as the outputs")
+          "over that of a copy reading as many bytes as the inputs and writing as many as the outputs; "
+          f"%in-cache: the time of 1/{IN_CACHE_SHARE} of the rows (in cache), scaled up, over the full run's "
+          "(near 100%: bound by arithmetic, not memory)")
     from ..profiler.overhead import main as profiler_overhead
     from .models import main as model_rows
     from .dynamic_shapes import main as dynamic_shape_rows
