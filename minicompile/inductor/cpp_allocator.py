@@ -75,8 +75,8 @@ constexpr size_t kHeader = sizeof(mc_block);
 constexpr size_t kPage = 4096;
 constexpr size_t kHuge = size_t(2) << 20;
 // In a mapping the data starts kDataOffset bytes in, half a page away from
-// where glibc puts a large malloc'ed block's data (and so NumPy's own large
-// arrays): 16 bytes past a page boundary.  A kernel that reads such an array
+// where glibc puts the data of a block it maps on its own (and so, usually,
+// NumPy's own large arrays): 16 bytes past a page boundary.  A kernel that reads such an array
 // and writes one whose address is a little higher modulo 4096 stalls its
 // loads on its earlier stores (the core compares only the low 12 address bits
 // at first: "4K aliasing").  With the data 64 bytes in, 48 past NumPy's, layer
