@@ -604,46 +604,22 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
 
     def _streamed_row_pass(self, r: L.Var, pass_index: int) -> None:
         """The last pass of a row kernel with one row store, streamed directly
-        (cpp_streaming): a plain head loop up to the row's first 32-byte
-        boundary, then one vector of ``32 / itemsize`` elements at a time,
-        written to a local array the compiler keeps in a register and stored
-        with a streaming store, then a plain tail.  Against the row buffer in
-        L1 streamed out after the pass (the general case), softmax's kernel
-        over 4096 x 1024 float32 took 12.4 instead of 14.4 cycles per vector
-        (median of 10 alternated runs on two Zen 3 cores)."""
+        (_stream_vectors).  Against the row buffer in L1 streamed out after
+        the pass (the general case), softmax's kernel over 4096 x 1024 float32
+        took 12.4 instead of 14.4 cycles per vector (median of 10 alternated
+        runs on two Zen 3 cores)."""
         store, = self.kernel.row_pointwise
         b, n = store.buffer, r.size
-        t, lanes = ctype(self.buffers[b].dtype), 32 // self.buffers[b].dtype.itemsize
         self.streams = True
-        self.line(f"{t}* so_{b};")
+        self.line(f"{ctype(self.buffers[b].dtype)}* so_{b};")
         self.line(f"{{ const int64_t {r.name} = 0; so_{b} = &out_{b}[{self.offset(b, store.index)}]; }}")
         self.line(f"const int64_t {r.name}_h = mc_stream_head(so_{b}, {n});")
-        self.line(f"const int64_t {r.name}_m = {r.name}_h + ({n} - {r.name}_h) / {lanes} * {lanes};")
 
-        def body(target: str | None) -> None:
-            saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
-            if target:
-                self.store_to[b] = target
+        def body(targets: dict[str, str]) -> None:
             self._enter_pass(pass_index)
             self._store(b, store.index, self.value(store.body), store.body.dtype)
-            self.store_to = {}
-            self.memo, self.forwarded = saved_memo, saved_fwd
 
-        for start, end in ((0, f"{r.name}_h"), (f"{r.name}_m", n)):
-            if start:  # the vectors between head and tail
-                self.open_block(f"for (int64_t {r.name}_v = {r.name}_h; {r.name}_v < {r.name}_m; {r.name}_v += {lanes})")
-                self.line(f"alignas(32) {t} sv_{b}[{lanes}];")
-                self.line("#pragma omp simd")
-                self.open_block(f"for (int64_t {r.name}_j = 0; {r.name}_j < {lanes}; ++{r.name}_j)")
-                self.line(f"const int64_t {r.name} = {r.name}_v + {r.name}_j;")
-                body(f"sv_{b}[{r.name}_j]")
-                self.close_loops(1)
-                self.line(f"mc_stream_vector(&so_{b}[{r.name}_v], sv_{b});")
-                self.close_loops(1)
-            self.line("#pragma omp simd")
-            self.open_block(f"for (int64_t {r.name} = {start}; {r.name} < {end}; ++{r.name})")
-            body(None)
-            self.close_loops(1)
+        self._stream_vectors(r.name, n, {b: f"so_{b}"}, body)
 
     def _generate_streaming(self, var: L.Var) -> None:
         """A one-loop pointwise kernel in chunks: the vectorized loop writes each
@@ -654,7 +630,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.streams = True
         sizes = {self.buffers[b].dtype.itemsize for b in stored}
         if len(sizes) == 1:
-            self._generate_streaming_vectors(var, stored, c, 32 // sizes.pop())
+            self._generate_streaming_vectors(var, stored, c)
             return
         self.open_block(self.parallel_region())
         self.line("#pragma omp for")
@@ -676,53 +652,71 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.close_loops(1)
         self.store_to = {}
 
-    def _generate_streaming_vectors(self, var: L.Var, stored: list[str], chunk: int, lanes: int) -> None:
-        """Outputs of one element size streamed directly, as a row kernel's
-        one row store is (_streamed_row_pass): plain stores up to the outputs'
-        first 32-byte boundary, then chunks of vectors, each output's vector
-        written to a local array (kept in a register) and streamed, then a
-        plain tail; each part shared among the threads.  The outputs' common
+    def _generate_streaming_vectors(self, var: L.Var, stored: list[str], chunk: int) -> None:
+        """Outputs of one element size streamed directly (_stream_vectors), each
+        part of the loop shared among the threads.  The outputs' common
         boundary needs them at the same address modulo 32 (as the caching
         allocator gives them): otherwise ``mc_stream_head_all`` says the whole
         loop is head, with plain stores.  Adam over 4M float32 took 3.6-4.2
         against 4.8-5.5 ms through L1 chunk buffers (medians of 20 calls of the
         kernel, 5 alternated rounds)."""
-        k, n, v = self.kernel, var.size, var.name
+        k, v = self.kernel, var.name
         identity = L.loop_index("x", k.ranges)
 
         def body(targets: dict[str, str]) -> None:
-            saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
-            self.store_to = targets
             for store in k.pointwise:
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
+
+        self.line(f"const int64_t {v}_h = mc_stream_head_all({var.size}, {', '.join(f'out_{b}' for b in stored)});")
+        self.open_block(self.parallel_region())
+        self._stream_vectors(v, var.size, {b: f"out_{b}" for b in stored}, body, chunk)
+        self.line("mc_stream_fence();")
+        self.close_loops(1)
+
+    def _stream_vectors(self, v: str, n: int | str, dst: dict[str, str], body: Callable[[dict[str, str]], None],
+                        chunk: int | None = None) -> None:
+        """Streaming stores straight from the computation (cpp_streaming): a
+        plain head loop up to ``{v}_h`` (the outputs' first 32-byte boundary,
+        declared by the caller), then one vector of ``32 / itemsize`` elements
+        at a time, each output's lanes written to a local array the compiler
+        keeps in a register and streamed to ``dst`` (``mc_stream_vector``),
+        then a plain tail.  ``body(targets)`` writes one element's stores
+        (``targets``: the buffers stored elsewhere than at their index); with
+        ``chunk``, each part is shared by the team (``omp for nowait``), the
+        vectors in chunks of ``chunk`` elements."""
+        lanes = 32 // self.buffers[next(iter(dst))].dtype.itemsize
+        self.line(f"const int64_t {v}_m = {v}_h + ({n} - {v}_h) / {lanes} * {lanes};")
+
+        def element(targets: dict[str, str]) -> None:
+            saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
+            self.store_to = targets
+            body(targets)
             self.store_to = {}
             self.memo, self.forwarded = saved_memo, saved_fwd
 
-        self.line(f"const int64_t {v}_h = mc_stream_head_all({n}, {', '.join(f'out_{b}' for b in stored)});")
-        self.line(f"const int64_t {v}_m = {v}_h + ({n} - {v}_h) / {lanes} * {lanes};")
-        self.open_block(self.parallel_region())
         for start, end in ((0, f"{v}_h"), (f"{v}_m", n)):
-            if start:  # the chunks of vectors between head and tail
-                self.line("#pragma omp for nowait")
-                self.open_block(f"for (int64_t {v}_c = {v}_h; {v}_c < {v}_m; {v}_c += {chunk})")
-                self.line(f"const int64_t {v}_e = {v}_c + {chunk} < {v}_m ? {v}_c + {chunk} : {v}_m;")
-                self.open_block(f"for (int64_t {v}_v = {v}_c; {v}_v < {v}_e; {v}_v += {lanes})")
-                for b in stored:
+            if start:  # the vectors between head and tail
+                if chunk:
+                    self.line("#pragma omp for nowait")
+                    self.open_block(f"for (int64_t {v}_c = {v}_h; {v}_c < {v}_m; {v}_c += {chunk})")
+                    self.line(f"const int64_t {v}_e = {v}_c + {chunk} < {v}_m ? {v}_c + {chunk} : {v}_m;")
+                    self.open_block(f"for (int64_t {v}_v = {v}_c; {v}_v < {v}_e; {v}_v += {lanes})")
+                else:
+                    self.open_block(f"for (int64_t {v}_v = {v}_h; {v}_v < {v}_m; {v}_v += {lanes})")
+                for b in dst:
                     self.line(f"alignas(32) {ctype(self.buffers[b].dtype)} sv_{b}[{lanes}];")
                 self.line("#pragma omp simd")
                 self.open_block(f"for (int64_t {v}_j = 0; {v}_j < {lanes}; ++{v}_j)")
                 self.line(f"const int64_t {v} = {v}_v + {v}_j;")
-                body({b: f"sv_{b}[{v}_j]" for b in stored})
+                element({b: f"sv_{b}[{v}_j]" for b in dst})
                 self.close_loops(1)
-                for b in stored:
-                    self.line(f"mc_stream_vector(&out_{b}[{v}_v], sv_{b});")
-                self.close_loops(2)
-            self.line("#pragma omp for simd nowait")
+                for b, d in dst.items():
+                    self.line(f"mc_stream_vector(&{d}[{v}_v], sv_{b});")
+                self.close_loops(2 if chunk else 1)
+            self.line("#pragma omp for simd nowait" if chunk else "#pragma omp simd")
             self.open_block(f"for (int64_t {v} = {start}; {v} < {end}; ++{v})")
-            body({})
+            element({})
             self.close_loops(1)
-        self.line("mc_stream_fence();")
-        self.close_loops(1)
 
     def _generate_interleaved(self, out_vars: list[L.Var], big: bool, lanes: int) -> None:
         """A pointwise kernel whose inner loop runs ``COPIES`` vectors of
