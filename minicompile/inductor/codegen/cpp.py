@@ -615,7 +615,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.line(f"{{ const int64_t {r.name} = 0; so_{b} = &out_{b}[{self.offset(b, store.index)}]; }}")
         self.line(f"const int64_t {r.name}_h = mc_stream_head(so_{b}, {n});")
 
-        def body(targets: dict[str, str]) -> None:
+        def body() -> None:
             self._enter_pass(pass_index)
             self._store(b, store.index, self.value(store.body), store.body.dtype)
 
@@ -663,7 +663,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         k, v = self.kernel, var.name
         identity = L.loop_index("x", k.ranges)
 
-        def body(targets: dict[str, str]) -> None:
+        def body() -> None:
             for store in k.pointwise:
                 self._store(store.buffer, identity, self.value(store.body), store.body.dtype)
 
@@ -673,15 +673,15 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.line("mc_stream_fence();")
         self.close_loops(1)
 
-    def _stream_vectors(self, v: str, n: int | str, dst: dict[str, str], body: Callable[[dict[str, str]], None],
+    def _stream_vectors(self, v: str, n: int | str, dst: dict[str, str], body: Callable[[], None],
                         chunk: int | None = None) -> None:
         """Streaming stores straight from the computation (cpp_streaming): a
         plain head loop up to ``{v}_h`` (the outputs' first 32-byte boundary,
         declared by the caller), then one vector of ``32 / itemsize`` elements
         at a time, each output's lanes written to a local array the compiler
         keeps in a register and streamed to ``dst`` (``mc_stream_vector``),
-        then a plain tail.  ``body(targets)`` writes one element's stores
-        (``targets``: the buffers stored elsewhere than at their index); with
+        then a plain tail.  ``body()`` writes one element's stores (to the
+        local arrays, through ``store_to``, in the vector loop); with
         ``chunk``, each part is shared by the team (``omp for nowait``), the
         vectors in chunks of ``chunk`` elements."""
         lanes = 32 // self.buffers[next(iter(dst))].dtype.itemsize
@@ -690,7 +690,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         def element(targets: dict[str, str]) -> None:
             saved_memo, saved_fwd = dict(self.memo), dict(self.forwarded)
             self.store_to = targets
-            body(targets)
+            body()
             self.store_to = {}
             self.memo, self.forwarded = saved_memo, saved_fwd
 
