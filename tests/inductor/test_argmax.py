@@ -7,7 +7,10 @@ numbers (so rows have ties) with NaN and infinities mixed in, over random
 shapes, axes (negative and None), keepdims and layouts; a few rows are long
 enough that one row is split across OpenMP threads.  The Triton backend (in
 its interpreter: persistent, looped and row-group kernels) generates them too;
-the Spyre backend runs them on the host, and must agree as well.
+the Spyre backend runs them on the host, and must agree as well.  A 0-d array
+takes ``axis=0`` or ``axis=-1`` in NumPy (read as its flattened 1-d self); the
+reductions of a 0-d array are checked here too, each against NumPy's own
+answer, errors included.
 """
 from __future__ import annotations
 
@@ -56,7 +59,8 @@ def cases(draw):
     if rank and draw(st.integers(0, 5)) == 0:  # one long axis
         axis = draw(st.integers(0, rank - 1))
         shape = shape[:axis] + (LONG // max(1, int(np.prod(shape)) // shape[axis]),) + shape[axis + 1:]
-    axis = None if rank == 0 or draw(st.booleans()) else draw(st.integers(-rank, rank - 1))
+    # A 0-d array takes axis 0 or -1 as NumPy does, as its flattened 1-d self.
+    axis = None if draw(st.booleans()) else draw(st.integers(-max(rank, 1), max(rank, 1) - 1))
     return dict(shape=shape, dtype=draw(st.sampled_from(DTYPES)), axis=axis, keepdims=draw(st.booleans()),
                 op=draw(st.sampled_from(["argmax", "argmin"])), prologue=draw(st.booleans()),
                 specials=draw(st.sampled_from([0.0, 0.01, 0.3])), seed=draw(st.integers(0, 2**32 - 1)),
@@ -148,7 +152,7 @@ def test_triton_arg_reduction_matches_numpy(case, looped, after_max):
     from minicompile.inductor import triton_wrapper
     from minicompile.inductor.codegen import triton as tg
 
-    if case["shape"] and case["shape"][case["axis"] or 0] > 300:
+    if case["shape"] and max(case["shape"]) > 300:
         case["shape"] = tuple(min(n, 300) for n in case["shape"])  # the interpreter is slow
     graph = arg_graph(case)
     if after_max and case["axis"] is not None and case["dtype"].kind == "f":
@@ -206,3 +210,92 @@ def test_rows_of_extreme_values_across_blocks(op):
     for x in (f, f.astype(np.float32), i, b):
         compiled = mc.compile(lambda a: (fn(a, axis=1), fn(a)), backend="cpp", fullgraph=True)
         assert_same(tuple(map(np.asarray, (fn(x, axis=1), fn(x)))), compiled(x), f"{op} {x.dtype}")
+
+
+# -- 0-d arrays: NumPy reads them as their flattened 1-d self (or, for mean/var/std, refuses an axis)
+
+BACKENDS = ["eager", "cpp", pytest.param("triton", marks=pytest.mark.skipif(
+    __import__("importlib").util.find_spec("triton") is None, reason="triton is not installed"))]
+
+
+def _numpy_and_compiled(fn, x, backend):
+    """(NumPy's answer, the compiled answer); either may be the exception raised."""
+    results = []
+    for run in (fn, mc.compile(fn, backend=backend, fullgraph=True)):
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                results.append(run(x))
+        except Exception as why:
+            results.append(why)
+    return results
+
+
+def assert_like_numpy(expected, actual, what: str) -> None:
+    """Same value, Python type (NumPy scalar or ndarray), dtype and shape — or the same error."""
+    if isinstance(expected, Exception):
+        assert isinstance(actual, type(expected)), f"{what}: NumPy raised {expected!r}, got {actual!r}"
+        return
+    assert not isinstance(actual, Exception), f"{what}: raised {actual!r}, NumPy gave {expected!r}"
+    assert type(actual) is type(expected), f"{what}: {type(actual)} is not {type(expected)}"
+    assert np.asarray(actual).dtype == np.asarray(expected).dtype, what
+    assert np.shape(actual) == np.shape(expected), what
+    np.testing.assert_allclose(actual, expected, err_msg=what)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_argmax_of_a_0d_array_along_its_last_axis_is_zero(backend):
+    out = mc.compile(lambda x: np.argmax(x, axis=-1), backend=backend, fullgraph=True)(np.array(1.5, np.float32))
+    assert type(out) is np.int64 and out == 0
+
+
+ZERO_D_AXES = [dict(axis=-1), dict(axis=0), dict(axis=0, keepdims=True), dict(axis=-1, keepdims=True),
+               dict(axis=None, keepdims=True), dict(axis=1), dict(axis=-2)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", ["argmax", "argmin", "nanargmax", "nanargmin"])
+def test_arg_reductions_of_a_0d_array(op, backend):
+    fn = getattr(np, op)
+    for dtype in (np.float32, np.float64, np.int32, np.bool_):
+        x = np.array(1, dtype)
+        for kwargs in ZERO_D_AXES:
+            if op.startswith("nan") and dtype is np.bool_:
+                continue
+            prologue = (lambda a: fn(a, **kwargs)) if dtype is np.bool_ else (lambda a: fn(a * 2 + 1, **kwargs))
+            for program in (lambda a: fn(a, **kwargs), prologue, lambda a: fn(a, **kwargs) + 1):
+                expected, actual = _numpy_and_compiled(program, x, backend)
+                assert_like_numpy(expected, actual, f"{op} {kwargs} {np.dtype(dtype)} {backend}")
+
+
+ZERO_D_REDUCTIONS = ["sum", "prod", "max", "min", "mean", "any", "all", "var", "std", "ptp", "count_nonzero",
+                     "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "median"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reductions_of_a_0d_array_accept_the_axes_numpy_accepts(backend):
+    """sum, max, any, ptp and the nan forms take axis 0 or -1 of a 0-d array (and
+    fold nothing); mean, var, std and median raise AxisError: both as in NumPy,
+    and a program NumPy runs compiles into one graph (no break on a false error)."""
+    x = np.array(1.5, np.float32)
+    for op in ZERO_D_REDUCTIONS:
+        fn = getattr(np, op)
+        for kwargs in ZERO_D_AXES + [dict(axis=()), dict(axis=(0,)), dict(axis=(-1,))]:
+            def program(a, fn=fn, kwargs=kwargs):
+                return fn(a * 2, **kwargs)
+            expected, actual = _numpy_and_compiled(program, x, backend)
+            assert_like_numpy(expected, actual, f"np.{op}(x0, {kwargs}) on {backend}")
+            if not isinstance(expected, Exception):
+                assert mc.explain(program)(x).graph_break_count == 0, f"np.{op}(x0, {kwargs})"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_and_take_of_a_0d_array(backend):
+    x = np.array(-2.5, np.float64)
+    programs = [lambda a: np.cumsum(a, axis=-1), lambda a: np.cumsum(a * 2, axis=0), lambda a: np.cumsum(a),
+                lambda a: np.cumprod(a, axis=0), lambda a: np.cumsum(a, axis=1),
+                lambda a: np.take(a, 0, axis=0), lambda a: np.take(a, [0, 0], axis=-1),
+                lambda a: np.take(a, 0, axis=1)]
+    for i, program in enumerate(programs):
+        expected, actual = _numpy_and_compiled(program, x, backend)
+        assert_like_numpy(expected, actual, f"program {i} on {backend}")

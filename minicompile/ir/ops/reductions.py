@@ -3,17 +3,20 @@
 In:  an array, ``axis`` (int, tuple, negative, or None), ``keepdims``, and
      per op ``dtype`` or ``ddof``.
 Out: registered :class:`OpDef` entries, all of kind ``reduction`` and all
-     returning a NumPy scalar for a 0-d result, as NumPy does.
+     returning a NumPy scalar for a 0-d result, as NumPy does (but for a
+     median or percentile with ``keepdims=True``: a 0-d ndarray).
 
 Canonical form: ``axis`` becomes the sorted tuple of reduced axes (``None`` ->
-all of them), ``keepdims`` a bool, ``dtype`` a ``np.dtype`` or None.  The shape
-rule follows from the axes; the dtype rule is NumPy's own answer on a
-one-element sample of the same rank (``sum(int32) -> int64``, ``mean(int) ->
-float64``, ``any -> bool``).  Reductions without an identity (max, argmax,
-ptp, nanmax...) refuse an empty reduced axis with NumPy's ValueError.
+all of them; ``()`` for a 0-d array, whichever axis NumPy accepted there),
+``keepdims`` a bool, ``dtype`` a ``np.dtype`` or None.  The shape rule follows
+from the axes; the dtype rule is NumPy's own answer on a one-element sample of
+the same rank (``sum(int32) -> int64``, ``mean(int) -> float64``, ``any ->
+bool``).  Reductions without an identity (max, argmax, ptp, nanmax...) refuse
+an empty reduced axis with NumPy's ValueError.
 
 ``argmax``/``argmin`` are different: their ``axis`` is one axis or None, and
-None means "index into the flattened array", so it stays None.
+None means "index into the flattened array", so it stays None (as does the
+axis of a 0-d array, whose flattened index is the only answer).
 """
 from __future__ import annotations
 
@@ -52,7 +55,11 @@ def _reduction(name: str, fn: Callable, extra: dict[str, Any], identity: bool) -
 
     def canonicalize(args: dict[str, Any]) -> dict[str, Any]:
         a = args["a"]
-        args = {**args, "axis": normalize_axes(args["axis"], a.ndim), "keepdims": bool(args["keepdims"])}
+        if a.ndim == 0 and args["axis"] is not None:
+            axis = _zero_d_axes(fn, args["axis"], a.dtype)
+        else:
+            axis = normalize_axes(args["axis"], a.ndim)
+        args = {**args, "axis": axis, "keepdims": bool(args["keepdims"])}
         if args.get("dtype") is not None:
             args["dtype"] = np.dtype(args["dtype"])
         return args
@@ -72,6 +79,20 @@ def _reduction(name: str, fn: Callable, extra: dict[str, Any], identity: bool) -
         return TensorMeta(tuple(n for n in shape if n is not None), dt.check_supported(out_dtype))
 
     return register(OpDef(name, "reduction", impl, meta, canonicalize=canonicalize, scalar_result=True))
+
+
+def _zero_d_axes(fn: Callable, axis: Any, dtype: np.dtype) -> tuple[int, ...]:
+    """The canonical axes of a reduction of a 0-d array: none (there is nothing to fold).
+
+    NumPy is not uniform here: the ufunc reductions (sum, max, any, ptp, the
+    nan forms) check ``axis`` against one dimension, so ``axis=0`` and
+    ``axis=-1`` are accepted, while mean, var and std check it against none
+    and raise AxisError.  NumPy itself tells which, on a 0-d sample.
+    """
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(np.ones((), dtype), axis=axis)
+    return ()
 
 
 # name -> (NumPy function, extra parameters with defaults, has an identity)
@@ -108,9 +129,14 @@ def _arg_reduction(name: str, fn: Callable) -> OpDef:
     impl.__name__ = name
 
     def canonicalize(args: dict[str, Any]) -> dict[str, Any]:
-        axis = args["axis"]
+        axis, ndim = args["axis"], args["a"].ndim
         if axis is not None:
-            axis = normalize_axis(axis, max(args["a"].ndim, 1))
+            # NumPy reads a 0-d array as its flattened 1-d self (axis 0 or -1), whose
+            # only index is 0 — the answer of axis=None.  None also keeps the canonical
+            # axis one that exists, which is all the shape rule and lowering index.
+            axis = normalize_axis(axis, max(ndim, 1))
+            if ndim == 0:
+                axis = None
         return {**args, "axis": axis, "keepdims": bool(args["keepdims"])}
 
     def meta(a: TensorMeta, axis: int | None, keepdims: bool) -> TensorMeta:
@@ -149,7 +175,9 @@ def _order_statistic(name: str, fn: Callable, with_q: bool) -> OpDef:
             out["q"] = tuple(args["q"])
         return out
 
-    return simple_op(name, impl, "reduction", scalar_result=True, canonicalize=canonicalize)
+    # keepdims=True gives an ndarray even when it is 0-d (the median of a 0-d array).
+    return simple_op(name, impl, "reduction", canonicalize=canonicalize,
+                     scalar_rule=lambda args: not args["keepdims"])
 
 
 _order_statistic("median", np.median, with_q=False)
