@@ -67,9 +67,12 @@ def _take_canon(args: dict[str, Any]) -> dict[str, Any]:
     indices = args["indices"]
     if isinstance(indices, list):
         indices = ix.nested_tuple(indices)  # prints as Python, means the same to np.take
-    axis = args["axis"]
+    axis, ndim = args["axis"], args["a"].ndim
     if axis is not None:
-        axis = normalize_axis(axis, args["a"].ndim)
+        # A 0-d array is taken from as its flattened 1-d self, as with axis=None.
+        axis = normalize_axis(axis, max(ndim, 1))
+        if ndim == 0:
+            axis = None
     return {**args, "indices": indices, "axis": axis}
 
 
