@@ -257,13 +257,13 @@ ZERO_D_AXES = [dict(axis=-1), dict(axis=0), dict(axis=0, keepdims=True), dict(ax
 @pytest.mark.parametrize("op", ["argmax", "argmin", "nanargmax", "nanargmin"])
 def test_arg_reductions_of_a_0d_array(op, backend):
     fn = getattr(np, op)
-    for dtype in (np.float32, np.float64, np.int32, np.bool_):
+    for dtype in (np.float32, np.int32, np.bool_):
         x = np.array(1, dtype)
         for kwargs in ZERO_D_AXES:
             if op.startswith("nan") and dtype is np.bool_:
                 continue
-            prologue = (lambda a: fn(a, **kwargs)) if dtype is np.bool_ else (lambda a: fn(a * 2 + 1, **kwargs))
-            for program in (lambda a: fn(a, **kwargs), prologue, lambda a: fn(a, **kwargs) + 1):
+            fused = (lambda a: fn(a, **kwargs) + 1) if dtype is np.bool_ else (lambda a: fn(a * 2 + 1, **kwargs) + 1)
+            for program in (lambda a: fn(a, **kwargs), fused):
                 expected, actual = _numpy_and_compiled(program, x, backend)
                 assert_like_numpy(expected, actual, f"{op} {kwargs} {np.dtype(dtype)} {backend}")
 
