@@ -5,10 +5,17 @@ nodes), the gradient ``g`` of the op's output, the output ``out`` and the
 op's canonical arguments ``a`` (a dict by parameter name), and returns the
 gradient of each array argument — written with the same registry ops, so a
 rule can be traced into a graph like any forward op.  Broadcasting is undone
-with ``E.sum_to``.  Ops whose outputs carry no gradient (comparisons, logic,
-integer division) are listed in :data:`NON_DIFFERENTIABLE`; asking for a
-gradient through any other op without a rule raises :class:`NonDifferentiable`
-naming it — never a silent zero.
+with ``E.sum_to``.  A gradient left out (None, or a key not returned) means
+"contributes nothing": that is only right where the derivative is zero.
+
+Which values carry a gradient is decided by dtype alone: a floating-point
+result of an input that carries one.  Integer and boolean results
+(comparisons, ``isnan``, ``argmax``, ``count_nonzero``, bitwise ops) carry
+none, so a path through them adds nothing, exactly their derivative.  A
+floating-point op that is piecewise constant (``floor``, ``sign``,
+``floor_divide``...) has a rule like any other, which returns no gradient:
+zero almost everywhere.  Asking for a gradient through a floating-point op
+without a rule raises :class:`NonDifferentiable` naming it — never a silent zero.
 """
 from __future__ import annotations
 
@@ -20,15 +27,6 @@ from ..ir import indexing
 
 Rule = Callable[..., dict[str, Any]]
 DERIVATIVES: dict[str, Rule] = {}
-
-NON_DIFFERENTIABLE = frozenset({
-    "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "logical_not",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "invert", "floor_divide", "remainder", "sign", "floor", "ceil", "trunc", "rint", "round",
-    "isnan", "isinf", "isfinite", "argmax", "argmin", "any", "all", "count_nonzero",
-    "left_shift", "right_shift", "argsort", "searchsorted",
-})
-
 
 class NonDifferentiable(TypeError):
     pass
@@ -128,6 +126,35 @@ def _where(E, g, out, a):
     return {"condition": None,
             "x": _to(E, E.call("where", c, g, 0.0), x) if is_array(x) else None,
             "y": _to(E, E.call("where", c, 0.0, g), y) if is_array(y) else None}
+
+
+@derivative_rule("floor", "ceil", "trunc", "rint", "round", "sign", "floor_divide")
+def _piecewise_constant(E, g, out, a):  # d = 0 between the jumps (and undefined at them)
+    return {}
+
+
+@derivative_rule("remainder", "fmod")
+def _remainder(E, g, out, a):  # out = x1 - q x2, q an integer (floor or trunc of x1/x2): d = dx1 - q dx2
+    x1, x2 = a["x1"], a["x2"]
+    gx2 = None
+    if is_array(x2):
+        # q read back from the output, so it is the very integer the op subtracted
+        # (no floor or trunc kernel, no disagreement near a jump).
+        q = E.call("divide", E.call("subtract", x1, out), x2)
+        gx2 = _to(E, E.call("negative", E.call("multiply", g, q)), x2)
+    return {"x1": _to(E, g, x1), "x2": gx2}
+
+
+@derivative_rule("copysign")
+def _copysign(E, g, out, a):  # |x1| with the sign of x2: d = +-dx1, 0 dx2
+    x1 = a["x1"]
+    return {"x1": _to(E, E.call("where", E.call("equal", out, x1), g, E.call("negative", g)), x1)}
+
+
+@derivative_rule("heaviside")
+def _heaviside(E, g, out, a):  # a step in x1; x2 is its value where x1 == 0
+    x1, x2 = a["x1"], a["x2"]
+    return {"x2": _to(E, E.call("where", E.call("equal", x1, 0), g, 0.0), x2) if is_array(x2) else None}
 
 
 # -- transcendental ---------------------------------------------------------------------------
@@ -321,10 +348,33 @@ def _logaddexp(E, g, out, a):  # d log(e^x1 + e^x2) = e^(x1-out) dx1 + e^(x2-out
 
 
 @derivative_rule("clip")
-def _clip(E, g, out, a):  # the gradient passes where the value was not clipped
-    x = a["a"]
-    inside = E.call("equal", out, x)
-    return {"a": E.call("where", inside, g, 0.0), "a_min": None, "a_max": None}
+def _clip(E, g, out, a):  # the gradient goes to whichever of a, a_min, a_max the value is (ties: a)
+    x, lo, hi = a["a"], a["a_min"], a["a_max"]
+    from_x = E.call("equal", out, x)
+    rest = E.call("where", from_x, 0.0, g)  # the part a did not take
+    grads = {"a": _to(E, E.call("where", from_x, g, 0.0), x), "a_min": None, "a_max": None}
+    if lo is not None:
+        from_lo = E.call("equal", out, lo)
+        grads["a_min"] = _to(E, E.call("where", from_lo, rest, 0.0), lo)
+        rest = E.call("where", from_lo, 0.0, rest)
+    grads["a_max"] = _to(E, rest, hi)
+    return grads
+
+
+@derivative_rule("nan_to_num")
+def _nan_to_num(E, g, out, a):  # 1 where x was finite, 0 where it was replaced
+    x = a["x"]
+    return {"x": E.call("where", E.call("equal", out, x), g, 0.0)}
+
+
+@derivative_rule("zeros_like", "ones_like", "empty_like")
+def _like(E, g, out, a):  # only the array's shape and dtype are read, never a value: d = 0
+    return {}
+
+
+@derivative_rule("full", "full_like")
+def _full(E, g, out, a):  # every element is the fill value (broadcast): its gradient sums g
+    return {"fill_value": _to(E, g, a["fill_value"])}
 
 
 # -- more reductions and scans --------------------------------------------------------------
@@ -357,11 +407,11 @@ def _std(E, g, out, a):  # d std = d var / (2 std)
 
 @derivative_rule("cumsum")
 def _cumsum(E, g, out, a):  # each input adds to every later output: reversed cumulative sum
-    axis = a["axis"]
-    if axis is None or not isinstance(axis, int):
-        raise NonDifferentiable("np.cumsum over a flattened array has no derivative rule yet")
+    x, axis = a["a"], a["axis"]
+    if axis is None:  # the flattened array's cumulative sum (a 0-d array's too)
+        g, axis = E.call("reshape", g, (-1,)), 0
     flipped = E.call("flip", g, axis)
-    return {"a": E.call("flip", E.call("cumsum", flipped, axis=axis), axis)}
+    return {"a": E.call("reshape", E.call("flip", E.call("cumsum", flipped, axis=axis), axis), tuple(x.shape))}
 
 
 # -- more layout: views undo themselves, joins split, selections scatter ------------------------

@@ -3,7 +3,8 @@
 ``mc.grad(f, argnums)(*args)`` wraps the chosen arguments — arrays, or
 pytrees of them (tuples, lists, dicts) — in tensors that require gradients,
 calls ``f``, runs ``backward()`` from its scalar result and returns the
-gradients in the same structure as the arguments.
+gradients in the same structure as the arguments (zeros for an argument the
+result does not depend on, or only through integer or boolean values).
 """
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ def value_and_grad(fn: Callable, argnums: int | tuple[int, ...] = 0) -> Callable
             raise TypeError("the function must return a result computed from its inputs (a Tensor)")
         if out.data.size != 1:
             raise TypeError(f"grad needs a scalar result, got shape {out.shape}")
-        out.backward()
+        if out.requires_grad:
+            out.backward()
+        # else the result depends on the arguments only through integers or booleans
+        # (np.sum(x > 0)): piecewise constant, its gradient is zero — the zeros below.
         grads = tuple(
             tree_map(lambda t: t.grad if t.grad is not None else np.zeros_like(t.data), wrapped[i])
             for i in nums

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..ir import Graph, Node
 from ..ir.graph import _map_nodes
 from ..ir.passes import common_subexpression_elimination, dead_code_elimination
-from .derivatives import DERIVATIVES, NON_DIFFERENTIABLE, NonDifferentiable
+from .derivatives import DERIVATIVES, NonDifferentiable
 from .emit import GraphEmitter
 
 
@@ -51,12 +51,16 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
         copy[node] = joint.call(node.op.name, **args)
         copy[node].user_stack = node.user_stack
 
-    # Which forward values lie on a path from an input that needs a gradient.
-    active: set[Node] = {p for p, r in zip(forward.placeholders, requires_grad) if r}
+    # Which forward values lie on a path from an input that needs a gradient (the
+    # "active" ones carry a gradient: the floating-point ones).  An integer or boolean
+    # value on the path (x > 0) carries none, a piecewise-constant op's rule (floor)
+    # gives none: a float computed from them still wants a tangent, and an input
+    # reached only through them gets zeros.
+    reached: set[Node] = {p for p, r in zip(forward.placeholders, requires_grad) if r}
     for node in forward.calls:
-        if node.op.name not in NON_DIFFERENTIABLE and _differentiable(node) \
-                and any(i in active for i in node.inputs):
-            active.add(node)
+        if any(i in reached for i in node.inputs):
+            reached.add(node)
+    active = {n for n in reached if _differentiable(n)}
 
     outputs = list(forward.outputs)
     has_tangent = [o in active for o in outputs]

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..ir import OPS
-from .derivatives import DERIVATIVES, NON_DIFFERENTIABLE, NonDifferentiable
+from .derivatives import DERIVATIVES, NonDifferentiable
 from .emit import EagerEmitter, canonical_args
 
 _GRAD_ENABLED = [True]
@@ -32,6 +32,8 @@ EAGER = EagerEmitter()
 # NumPy functions that reach Tensor through __array_function__ under another op name;
 # every other function maps to the op of its own name, when the registry has one.
 FUNCTION_OPS = {"amax": "max", "amin": "min"}
+# Ufuncs with several outputs: one op per output, each with its own derivative.
+MULTI_OUTPUT_UFUNCS = {"divmod": ("floor_divide", "remainder")}
 
 
 @contextlib.contextmanager
@@ -135,6 +137,12 @@ class Tensor:
     def __rtruediv__(self, o): return np.divide(o, self)
     def __pow__(self, o): return np.power(self, o)
     def __rpow__(self, o): return np.power(o, self)
+    def __floordiv__(self, o): return np.floor_divide(self, o)
+    def __rfloordiv__(self, o): return np.floor_divide(o, self)
+    def __mod__(self, o): return np.remainder(self, o)
+    def __rmod__(self, o): return np.remainder(o, self)
+    def __divmod__(self, o): return np.divmod(self, o)
+    def __rdivmod__(self, o): return np.divmod(o, self)
     def __matmul__(self, o): return np.matmul(self, o)
     def __rmatmul__(self, o): return np.matmul(o, self)
     def __neg__(self): return np.negative(self)
@@ -150,6 +158,8 @@ class Tensor:
         if method != "__call__" or kwargs:
             raise TypeError(f"mc.Tensor supports plain calls of np.{ufunc.__name__}, "
                             f"not .{method} or {sorted(kwargs)}")
+        if ufunc.__name__ in MULTI_OUTPUT_UFUNCS:
+            return tuple(apply(op, inputs, {}) for op in MULTI_OUTPUT_UFUNCS[ufunc.__name__])
         return apply(ufunc.__name__, inputs, {})
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
@@ -188,13 +198,22 @@ def apply(op: str, args: tuple, kwargs: dict) -> Any:
     # Tensors by parameter; a parameter holding several arrays contributes (name, i) keys.
     tensors: dict[Any, Tensor] = {}
     for k, v in bound.items():
-        if isinstance(v, Tensor) and v.requires_grad:
+        if _on_tape(v):
             tensors[k] = v
         elif isinstance(v, (tuple, list)):
-            tensors.update({(k, i): t for i, t in enumerate(v) if isinstance(t, Tensor) and t.requires_grad})
-    if not tensors or not _GRAD_ENABLED[-1] or op in NON_DIFFERENTIABLE or raw.dtype.kind != "f":
+            tensors.update({(k, i): t for i, t in enumerate(v) if _on_tape(t)})
+    if not tensors or not _GRAD_ENABLED[-1]:
         return Tensor(raw)
+    if raw.dtype.kind != "f":
+        # An integer or boolean result (x > 0, argmax) carries no gradient: its derivative
+        # is zero.  It stays on the tape without its values, so that a float computed
+        # from it (np.sum(w * (x > 0))) still requires grad, and backward() gives zeros.
+        return Tensor(raw, _node=TapeNode(op, {}, tensors, None))
     return Tensor(raw, requires_grad=True, _node=TapeNode(op, canonical, tensors, raw))
+
+
+def _on_tape(value: Any) -> bool:
+    return isinstance(value, Tensor) and (value.requires_grad or value._node is not None)
 
 
 def _topological(roots: list[Tensor]) -> list[Tensor]:
@@ -220,9 +239,13 @@ def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
         grads[id(t)] = grads.get(id(t), 0) + g
     for t in _topological([t for t, _ in seeds]):
         g = grads.pop(id(t), None)
-        if g is None:
-            continue
         node = t._node
+        if g is None:
+            # A leaf reached only through rules that return no gradient (floor, sign):
+            # its gradient is zero, as a number, not "none".
+            if node is None and t.grad is None:
+                t.grad = np.zeros_like(t.data)
+            continue
         if node is None:  # a leaf
             t.grad = g if t.grad is None else t.grad + g
             continue
@@ -243,7 +266,7 @@ def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
                 gi = gi[i] if gi is not None else None
             else:
                 gi = input_grads.get(param)
-            if gi is not None:
+            if gi is not None and parent.requires_grad:  # not into an integer result
                 gi = np.asarray(gi, dtype=parent.dtype)
                 grads[id(parent)] = grads[id(parent)] + gi if id(parent) in grads else gi
         node.freed, node.out, node.args = True, None, {}
