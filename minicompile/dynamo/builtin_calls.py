@@ -1,12 +1,12 @@
-"""Calls to Python builtins and to methods of containers, on traced variables.
+"""Calls to Python builtins on traced variables.
 
 Builtins whose arguments are all known at trace time simply run (they are
 pure); this table covers the ones that must see variables: ``len`` of an
 array, ``zip``/``enumerate`` over lists of arrays, ``sum`` of arrays, ``abs``,
-``isinstance``, ``getattr``.  Container methods (``d.items()``,
-``lst.append(x)``) act on the trace's own lists and dicts; mutating a list
-or dict that came from the caller's frame is a side effect the trace does
-not replay yet, so it is unsupported.
+``isinstance``, ``getattr``.  A few (:data:`SHALLOW_BUILTINS`) are answered
+for a list or dict before its items are read at all: ``len(lst)`` needs only
+the length, ``isinstance(d, dict)`` nothing, so neither guards the items.
+The methods of lists and dicts live in container_methods.py.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from .container_methods import CONTAINER_METHODS
 from .exc import Unsupported
 from .variables import (
     ArrayVariable,
@@ -39,8 +40,10 @@ def _len(tx: "InstructionTranslator", args: list, kwargs: dict) -> VariableTrack
         if var.node.meta.ndim == 0:
             raise Unsupported("TypeError: len() of unsized object", numpy_error=True)
         return ConstantVariable(var.node.meta.shape[0])
-    if isinstance(var, (TupleVariable, ListVariable, DictVariable)):
+    if isinstance(var, TupleVariable):
         return ConstantVariable(len(var.items))
+    if isinstance(var, (ListVariable, DictVariable)):
+        return ConstantVariable(var.length())
     raise Unsupported(f"len() of {var.describe()}")
 
 
@@ -50,8 +53,8 @@ def _abs(tx, args, kwargs):
 
 def _isinstance(tx, args, kwargs):
     obj, classes = args[0], tx.python_value(args[1])
-    kind = {ArrayVariable: np.ndarray, TupleVariable: tuple, ListVariable: list,
-            DictVariable: dict}.get(type(obj))
+    kind = next((k for cls, k in ((ArrayVariable, np.ndarray), (TupleVariable, tuple), (ListVariable, list),
+                                  (DictVariable, dict)) if isinstance(obj, cls)), None)
     if kind is None and isinstance(obj, UserObjectVariable):
         kind = type(obj.value)  # the object's type is guarded
     if kind is None:
@@ -151,63 +154,36 @@ BUILTINS: dict[Any, Handler] = {
 }
 
 
-# -- methods of the trace's own containers ---------------------------------------------------
-
-def _owned(tx, container: VariableTracker) -> None:
-    """About to change ``container``: a list or dict of the caller's is replayed later."""
-    tx.output.mutations += 1
-    if container.source is not None:
-        tx.output.side_effects.mutated(container)
 
 
-def _dict_method(name: str):
-    def handler(tx, d: DictVariable, args, kwargs):
-        if name == "items":
-            return IteratorVariable([TupleVariable([tx.wrap_value(k), v]) for k, v in d.items.items()])
-        if name == "keys":
-            return IteratorVariable([tx.wrap_value(k) for k in d.items])
-        if name == "values":
-            return IteratorVariable(list(d.items.values()))
-        if name == "get":
-            key = tx.dict_key(args[0])
-            return d.items.get(key, args[1] if len(args) > 1 else ConstantVariable(None))
-        _owned(tx, d)
-        if name == "update":
-            d.items.update(args[0].items)
-            return ConstantVariable(None)
-        raise Unsupported(f"dict.{name}() is not supported yet")
-    return handler
+def _bool(tx, args, kwargs):
+    return ConstantVariable(args[0].nonempty())
 
 
-def _list_method(name: str):
-    def handler(tx, lst: ListVariable, args, kwargs):
-        if name == "index":
-            return ConstantVariable(tx.python_value(lst).index(tx.python_value(args[0])))
-        if name == "count":
-            return ConstantVariable(tx.python_value(lst).count(tx.python_value(args[0])))
-        _owned(tx, lst)
-        if name == "append":
-            lst.items.append(args[0])
-        elif name == "extend":
-            lst.items.extend(tx.sequence_items(args[0]))
-        elif name == "insert":
-            lst.items.insert(tx.python_value(args[0]), args[1])
-        elif name == "pop":
-            index = tx.python_value(args[0]) if args else -1
-            if not lst.items or not -len(lst.items) <= index < len(lst.items):
-                raise Unsupported("IndexError: pop index out of range", numpy_error=True)
-            return lst.items.pop(index)
-        elif name == "reverse":
-            lst.items.reverse()
-        else:
-            raise Unsupported(f"list.{name}() is not supported yet")
-        return ConstantVariable(None)
-    return handler
+def _type(tx, args, kwargs):
+    return tx.wrap_value(list if isinstance(args[0], ListVariable) else dict)
 
 
-CONTAINER_METHODS: dict[type, dict[str, Callable]] = {
-    DictVariable: {n: _dict_method(n) for n in ("items", "keys", "values", "get", "update")},
-    ListVariable: {n: _list_method(n) for n in ("append", "extend", "insert", "pop", "reverse",
-                                                 "index", "count")},
+# Answered from a list's or dict's length or type alone (their items stay unread).
+SHALLOW_BUILTINS: dict[Any, Handler] = {
+    builtins.len: _len,
+    builtins.isinstance: _isinstance,
+    builtins.bool: _bool,
+    builtins.type: _type,
 }
 
+
+def shallow_builtin(tx: "InstructionTranslator", target: Any, args: list, kwargs: dict) -> VariableTracker | None:
+    """``len(lst)``, ``isinstance(d, dict)``, ...: the result, or None where the call is
+    not one of these on a list or dict (the generic path, which reads every item)."""
+    if kwargs or len(args) != (2 if target is builtins.isinstance else 1) \
+            or not isinstance(args[0], (ListVariable, DictVariable)):
+        return None
+    try:
+        handler = SHALLOW_BUILTINS.get(target)
+    except TypeError:  # an unhashable callable
+        return None
+    return handler(tx, args, kwargs) if handler is not None else None
+
+
+__all__ = ["BUILTINS", "CONTAINER_METHODS", "SHALLOW_BUILTINS", "shallow_builtin"]

@@ -6,10 +6,23 @@ guard functions in order, and runs the first entry whose guards hold.  On a
 miss it captures and compiles a new entry — logging which guard of the newest
 entry failed — until ``config.recompile_limit`` entries exist; after that the
 function runs eagerly, with one warning.
+
+Threads: guard checks of existing entries take no lock (the hot path), but
+misses go through one process-wide lock, which re-checks the cache before
+capturing, so two threads that miss together compile once and never grow the
+cache past the limit.  The entry runs after the lock is released.
+
+Generator, coroutine (``async def``) and async generator functions are never
+traced: calling one returns a suspended frame that runs later, one ``next``
+or ``await`` at a time, which a graph cannot stand for.  They run as Python —
+the real function, so the caller gets a real generator or coroutine — with
+one warning per function saying so (``fullgraph=True`` raises instead).
 """
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 import time
 import types
 import warnings
@@ -21,13 +34,37 @@ from ..profiler import hooks as profiler_hooks
 from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
 from .dynamic_shapes import DynamicPolicy, changed_dims
+from .exc import BreakReason, GraphBreakError
+
+# Held while a miss captures and compiles (re-entrant: capturing never runs user
+# code, but a custom backend may call a compiled function).
+COMPILE_LOCK = threading.RLock()
+
+# Code flags of functions whose call returns a suspended frame, and what they are called.
+PYTHON_ONLY_KINDS = (
+    (inspect.CO_ASYNC_GENERATOR, "an async generator function"),
+    (inspect.CO_COROUTINE, "an async function (its call returns a coroutine)"),
+    (inspect.CO_GENERATOR, "a generator function"),
+)
+
+
+def python_only_kind(fn: types.FunctionType) -> str | None:
+    """What kind of function ``fn`` is, if its calls must run as Python; else None."""
+    flags = fn.__code__.co_flags
+    return next((kind for flag, kind in PYTHON_ONLY_KINDS if flags & flag), None)
+
+
+def python_only_reason(fn: types.FunctionType, kind: str) -> BreakReason:
+    return BreakReason(f"{fn.__qualname__} is {kind}; it runs as Python, uncompiled",
+                       fn.__code__.co_filename, fn.__code__.co_firstlineno)
+
 
 _ALL: "weakref.WeakSet[OptimizedFunction]" = weakref.WeakSet()  # for mc.reset()
 
 
 class OptimizedFunction:
     def __init__(self, fn: types.FunctionType, backend: Backend, fullgraph: bool, backend_name: str,
-                 dynamic: bool | None = None):
+                 dynamic: bool | None = None, warn_python_only: bool = True):
         if not isinstance(fn, types.FunctionType):
             raise TypeError(
                 f"minicompile.compile expects a Python function, got {type(fn).__name__}"
@@ -44,7 +81,13 @@ class OptimizedFunction:
         # and the backend (like torch._dynamo.utils.compile_times).  The run
         # that follows a miss is not compile time, however long the workload.
         self.compile_seconds = 0.0
+        # A generator or async function: every call misses (the cache stays empty) and runs fn.
+        self.python_only = python_only_kind(fn)
+        self._warn_python_only = warn_python_only  # False for the functions a graph break calls
+        self._told_python_only = False
         functools.update_wrapper(self, fn)
+        if fn.__code__.co_flags & inspect.CO_COROUTINE and hasattr(inspect, "markcoroutinefunction"):
+            inspect.markcoroutinefunction(self)  # inspect.iscoroutinefunction(compiled) as for fn
         _ALL.add(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -75,6 +118,29 @@ class OptimizedFunction:
         return None
 
     def _miss(self, L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
+        if self.python_only is not None:
+            return self._run_as_python(args, kwargs)
+        with COMPILE_LOCK:
+            # Another thread may have compiled an entry for this frame while this one waited.
+            entry = self.lookup(L, G) or self._compile(L, G)
+        if entry is None:  # past the recompile limit
+            return self.fn(*args, **kwargs)
+        return entry.run(L, G, args, kwargs)
+
+    def _run_as_python(self, args: tuple, kwargs: dict) -> Any:
+        if self.fullgraph:
+            raise GraphBreakError(python_only_reason(self.fn, self.python_only))
+        if not self._told_python_only:
+            self._told_python_only = True
+            message = f"minicompile: {self.fn.__qualname__} is {self.python_only}; it runs as Python, uncompiled"
+            if self._warn_python_only:
+                warnings.warn(message, stacklevel=4)
+            else:
+                logs.log("graph_breaks", lambda: message)
+        return self.fn(*args, **kwargs)
+
+    def _compile(self, L: dict, G: dict) -> CacheEntry | None:
+        """A new cache entry for this frame (under COMPILE_LOCK); None past the limit."""
         name = self.fn.__qualname__
         if len(self.cache) >= config.recompile_limit:
             if not self._warned_limit:
@@ -83,9 +149,9 @@ class OptimizedFunction:
                     f"minicompile: {name} hit the recompile limit "
                     f"({config.recompile_limit} cache entries); running it eagerly from now on. "
                     f"Last guard failure: {self.why_miss(L, G)}",
-                    stacklevel=3,
+                    stacklevel=4,
                 )
-            return self.fn(*args, **kwargs)
+            return None
         if self.cache:
             logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
             self._mark_dynamic(L, G)
@@ -94,8 +160,8 @@ class OptimizedFunction:
                               is_resume=self.fn.__code__.co_name.startswith("__resume_at_"),
                               dynamic=self.dynamic)
         self.compile_seconds += time.perf_counter() - start
-        self.cache.append(entry)
-        return entry.run(L, G, args, kwargs)
+        self.cache.append(entry)  # one append: a lock-free reader sees the entry or not, never half
+        return entry
 
     def _mark_dynamic(self, L: dict, G: dict) -> None:
         """Automatic dynamic shapes: a miss caused only by changed array sizes
@@ -114,7 +180,8 @@ class OptimizedFunction:
 
     def _wrap_function(self, fn: types.FunctionType) -> "OptimizedFunction":
         """Resume functions and callees that broke are compiled like this one."""
-        return OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode)
+        return OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode,
+                                 warn_python_only=False)
 
     def why_miss(self, L: dict, G: dict) -> str:
         """Which guard of the newest cache entry fails for this frame."""
@@ -128,6 +195,7 @@ class OptimizedFunction:
         self.cache.clear()
         self.compile_seconds = 0.0
         self._warned_limit = False
+        self._told_python_only = False
         self.dynamic = DynamicPolicy(self.dynamic.mode)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

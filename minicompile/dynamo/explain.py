@@ -2,7 +2,8 @@
 
 Like ``torch._dynamo.explain``, it reports the graphs, the graph breaks with
 their reasons and source lines, the ops and the guards, so a user can see why
-a function is (or is not) compiled whole.
+a function is (or is not) compiled whole.  A generator or async function is
+reported, not run: no graph, one break reason naming its kind.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Callable
 
 from .. import ir
 from .convert_frame import RECORDERS, Capture
-from .eval_frame import OptimizedFunction
+from .eval_frame import OptimizedFunction, python_only_kind, python_only_reason
 from .exc import BreakReason
 from .guards import Guard
 
@@ -26,9 +27,13 @@ class ExplainOutput:
     ops_per_graph: list[list[str]] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
     compile_seconds: float = 0.0
+    # "a generator function", "an async function ...", "an async generator function":
+    # a kind that runs as Python, uncompiled; None for a function that is traced.
+    python_only: str | None = None
 
     def __str__(self) -> str:
-        lines = [
+        lines = [f"Runs as Python, uncompiled: {self.python_only}"] if self.python_only else []
+        lines += [
             f"Graph count: {self.graph_count}",
             f"Graph break count: {self.graph_break_count}",
             f"Op count: {self.op_count}",
@@ -56,6 +61,10 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
     target = fn.fn if isinstance(fn, OptimizedFunction) else fn
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        kind = python_only_kind(target)
+        if kind is not None:  # calling it would only make a generator or coroutine
+            reason = python_only_reason(target, kind)
+            return ExplainOutput(graph_break_count=1, break_reasons=[reason], python_only=kind)
         captures: list[Capture] = []
         RECORDERS.append(captures)
         try:

@@ -1,68 +1,167 @@
 """Side effects of traced code on the caller's Python objects, replayed after the graph.
 
 Traced code may change objects it did not create: append to a list it was
-given, set a key of a dict, assign an attribute of an object, rebind a global.
-During the trace these changes happen only to the variable trackers (so later
-reads in the trace see them); the compiled code then *replays* them on the
-real objects after the graph has run, so the caller observes exactly what
-eager execution would have left behind (TorchDynamo's SideEffects).
+given, set or delete a key of a dict, set or delete an attribute of an
+object, rebind a global.  During the trace each change is applied to the
+variable trackers (so later reads in the trace see it) and recorded, in
+order, as an :class:`Effect`: the operation itself on the live object.  After
+the graph has run the compiled code replays the log as Python statements —
+``___v0.append(___v1)``, ``del ___v2['k']``, ``G['CALLS'] = ___v3`` — so the
+caller observes exactly what eager execution would have left behind
+(TorchDynamo's SideEffects).
+
+Replaying the operations, not the final contents, is what makes compiled
+code behave like Python under threads: ``log.append(t)`` replayed is one
+append on whatever the list holds by then, where rewriting the whole list
+would drop the appends of another thread made in between.  It also means a
+change needs no guard on what it did not read.
+
+In: :meth:`record` calls from the interpreter and the container methods
+(container_methods.py), and :func:`delete_attribute`.  Out: :meth:`emit`'s
+statements, which the code after the graph runs.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from .variables import DictVariable, ListVariable, VariableTracker
+from typing import TYPE_CHECKING, Any, Callable
+
+from .exc import Unsupported
+from .variables import UserObjectVariable, VariableTracker
+
+if TYPE_CHECKING:
+    from .symbolic_convert import InstructionTranslator
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One change to an object the caller can see, as the statement that replays it.
+
+    ``kind`` is "call" (``t.name(*args)``, the last ``len(keywords)`` arguments by
+    keyword), "setitem" (``t[args[0]] = args[1]``), "delitem" (``del t[args[0]]``),
+    "setattr" (``t.name = args[0]``), "delattr" (``del t.name``) or "global"
+    (``G[name] = args[0]``; no target).  Arguments are variables; a key is a
+    ConstantVariable.
+    """
+
+    kind: str
+    target: VariableTracker | None
+    name: str = ""
+    args: tuple = ()
+    keywords: tuple[str, ...] = ()
+
+    def statement(self, expr: Callable[[VariableTracker], str]) -> str:
+        args = [expr(a) for a in self.args]
+        if self.kind == "global":
+            return f"G[{self.name!r}] = {args[0]}"
+        target = expr(self.target)
+        if self.kind == "call":
+            n = len(args) - len(self.keywords)
+            parts = args[:n] + [f"{k}={a}" for k, a in zip(self.keywords, args[n:])]
+            return f"{target}.{self.name}({', '.join(parts)})"
+        if self.kind == "setitem":
+            return f"{target}[{args[0]}] = {args[1]}"
+        if self.kind == "delitem":
+            return f"del {target}[{args[0]}]"
+        if self.kind == "setattr":
+            return f"{target}.{self.name} = {args[0]}"
+        if self.kind == "delattr":
+            return f"del {target}.{self.name}"
+        raise ValueError(f"unknown effect kind {self.kind!r}")
+
+
+class _DeletedAttribute(VariableTracker):
+    def describe(self) -> str:
+        return "a deleted attribute"
+
+
+DELETED_ATTRIBUTE = _DeletedAttribute()  # the value of an attribute the trace deleted
 
 
 @dataclass
 class SideEffects:
-    # (object's source expression, attribute) -> new value, in order of first write
+    # every change to the caller's objects, in the order the trace made them
+    log: list[Effect] = field(default_factory=list)
+    # (object's source expression, attribute) -> its value now (DELETED_ATTRIBUTE once deleted)
     attributes: dict[tuple[str, str], VariableTracker] = field(default_factory=dict)
-    # global name -> new value (writes to the traced function's own module)
+    # global name -> its value now (writes to the traced function's own module)
     globals: dict[str, VariableTracker] = field(default_factory=dict)
-    # lists and dicts from the frame whose contents the trace changed
-    containers: list[VariableTracker] = field(default_factory=list)
+    # the caller's lists and dicts the trace has wrapped (frame_containers.py)
+    containers: list[Any] = field(default_factory=list)
     # the caller's arrays updated in place (x += 1, x[i] = v): source -> new value
     arrays: dict[str, VariableTracker] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.attributes or self.globals or self.containers or self.arrays)
+        return bool(self.log or self.arrays)
+
+    def record(self, effect: Effect) -> None:
+        last = self.log[-1] if self.log else None
+        if last is not None and effect.kind in ("setattr", "global") and last.kind == effect.kind \
+                and last.target is effect.target and last.name == effect.name:
+            self.log[-1] = effect  # a store right over the same store: only the last one shows
+        else:
+            self.log.append(effect)
 
     def write_array(self, source_expr: str, value: VariableTracker) -> None:
         self.arrays[source_expr] = value
 
-    def store_attr(self, source_expr: str, name: str, value: VariableTracker) -> None:
-        self.attributes[(source_expr, name)] = value
+    # -- attributes and globals ---------------------------------------------------------------
 
-    def mutated(self, container: VariableTracker) -> None:
-        if all(c is not container for c in self.containers):
-            self.containers.append(container)
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self.attributes[(obj.source.expr, name)] = value
+        self.record(Effect("setattr", obj, name, (value,)))
 
-    def emit(self, expr, array_value=None) -> list[str]:
+    def delete_attr(self, obj: VariableTracker, name: str) -> None:
+        self.attributes[(obj.source.expr, name)] = DELETED_ATTRIBUTE
+        self.record(Effect("delattr", obj, name))
+
+    def read_attr(self, source_expr: str, name: str) -> VariableTracker:
+        """The value the trace gave ``obj.name`` (a key of ``attributes``)."""
+        value = self.attributes[(source_expr, name)]
+        if value is DELETED_ATTRIBUTE:
+            raise Unsupported(f"AttributeError: {name!r} was deleted", numpy_error=True)
+        return value
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self.globals[name] = value
+        self.record(Effect("global", None, name, (value,)))
+
+    # -- replay ---------------------------------------------------------------------------------
+
+    def emit(self, expr: Callable[[VariableTracker], str],
+             array_value: Callable[[VariableTracker], str] | None = None) -> list[str]:
         """Python statements that replay the effects; ``expr(var)`` rebuilds a value and
         ``array_value(var)`` names the graph output holding an updated array's values.
 
-        Every new value is computed first, then all writes happen, so a write
-        cannot change what a later value was read from.
+        ``expr`` reads every value and every target object into a temporary
+        before the first statement runs (see Reconstructor.expr), so a replayed
+        value means what it meant at its point of the trace, and a statement
+        changes the object the trace changed even if an earlier one rebound the
+        name it was reached through.
         """
-        values: list[tuple[str, str]] = []
-        for var in self.containers:
-            if isinstance(var, ListVariable):
-                values.append((f"{var.source.expr}[:]", "[" + ", ".join(expr(v) for v in var.items) + "]"))
-            elif isinstance(var, DictVariable):
-                items = ", ".join(f"{k!r}: {expr(v)}" for k, v in var.items.items())
-                values.append((f"___replace_dict({var.source.expr})", "{" + items + "}"))
-        for (obj, name), var in self.attributes.items():
-            values.append((f"{obj}.{name}", expr(var)))
-        for name, var in self.globals.items():
-            values.append((f"G[{name!r}]", expr(var)))
-        for source, var in self.arrays.items():
-            values.append((f"{source}[...]", array_value(var)))
-        lines = [f"___effect{i} = {value}" for i, (_, value) in enumerate(values)]
-        for i, (target, _) in enumerate(values):
-            if target.startswith("___replace_dict("):
-                lines.append(f"{target[len('___replace_dict('):-1]}.clear()")
-                lines.append(f"{target[len('___replace_dict('):-1]}.update(___effect{i})")
-            else:
-                lines.append(f"{target} = ___effect{i}")
-        return lines
+        lines = [effect.statement(expr) for effect in self.log]
+        values = [(f"{source}[...]", array_value(var)) for source, var in self.arrays.items()]
+        reads = [f"___effect{i} = {value}" for i, (_, value) in enumerate(values)]
+        writes = [f"{target} = ___effect{i}" for i, (target, _) in enumerate(values)]
+        return reads + lines + writes
 
+
+def delete_attribute(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> None:
+    """``del obj.name`` on an object of the caller's: the attribute must be in its
+    ``__dict__`` (guarded, unless the trace set it), then it is gone for the trace."""
+    if not isinstance(obj, UserObjectVariable) or obj.source is None:
+        raise Unsupported(f"deleting attribute .{name} of {obj.describe()}")
+    if hasattr(inspect.getattr_static(type(obj.value), name, None), "__delete__"):
+        raise Unsupported(f"deleting .{name}, which runs a descriptor's deleter")
+    effects, s = tx.output.side_effects, obj.source.expr
+    if (s, name) in effects.attributes:
+        effects.read_attr(s, name)  # AttributeError if the trace deleted it already
+    else:
+        present = name in getattr(obj.value, "__dict__", {})
+        tx.output.guards.add(obj.source, f"{name!r} {'in' if present else 'not in'} {s}.__dict__",
+                             f"{s}.__dict__", tx.lineno)
+        if not present:
+            raise Unsupported(f"AttributeError: {type(obj.value).__name__!r} object has no attribute {name!r}",
+                              numpy_error=True)
+    tx.output.mutations += 1
+    effects.delete_attr(obj, name)
