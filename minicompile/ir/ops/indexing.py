@@ -6,8 +6,12 @@ In:  ``getitem(a, key)`` is ``a[key]``; ``setitem(a, key, value)`` is a *copy*
      by :mod:`minicompile.ir.indexing` (basic slices, None, Ellipsis, integer
      arrays, constant boolean masks; an array mask only where the result shape
      does not escape: ``x[mask] = v`` with one value ``v``).
-     Also ``take``, ``take_along_axis`` and ``put_along_axis`` (functional):
-     every output shape here is known from shapes alone.
+     Also ``take``, ``take_along_axis`` and ``put_along_axis`` (functional),
+     and ``as_strided`` / ``as_strided_scatter``: the elements of an array,
+     taken in C order, at ``offset + sum(i_k * strides[k])`` — how capture
+     writes two arguments that are views of one base as views of that base
+     (see :mod:`minicompile.dynamo.functionalization`).  Every output shape
+     here is known from shapes alone.
 Out: registered :class:`OpDef` entries of kind ``index``.
 """
 from __future__ import annotations
@@ -92,3 +96,50 @@ def _put_along_axis(arr, indices, values, axis):
 
 simple_op("take_along_axis", _take_along_axis, "index")
 simple_op("put_along_axis", _put_along_axis, "index")
+
+
+def _strided_positions(shape: tuple, strides: tuple, offset: int) -> np.ndarray:
+    """For each element of the strided view, its position in the base's C-order flattening."""
+    positions = np.full(shape, offset, dtype=np.intp)
+    for axis, (n, step) in enumerate(zip(shape, strides)):
+        along = np.arange(n, dtype=np.intp).reshape((-1,) + (1,) * (len(shape) - axis - 1))
+        positions += along * step
+    return positions
+
+
+def _as_strided(a, shape, strides, offset):
+    return np.ascontiguousarray(a).reshape(-1)[_strided_positions(shape, strides, offset)]
+
+
+def _as_strided_scatter(a, src, shape, strides, offset):
+    out = np.array(a, copy=True, order="C")
+    out.reshape(-1)[_strided_positions(shape, strides, offset)] = src
+    return out
+
+
+def _strided_check(a: TensorMeta, shape: tuple, strides: tuple, offset: int) -> None:
+    if len(shape) != len(strides):
+        raise ValueError("as_strided: one stride per axis")
+    if 0 in shape:
+        return
+    low = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    high = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+    if low < 0 or high >= a.size:
+        raise ValueError(f"as_strided: elements {low}..{high} outside an array of {a.size}")
+
+
+def _as_strided_meta(a: TensorMeta, shape: tuple, strides: tuple, offset: int) -> TensorMeta:
+    _strided_check(a, shape, strides, offset)
+    return TensorMeta(tuple(shape), a.dtype)
+
+
+def _as_strided_scatter_meta(a: TensorMeta, src: TensorMeta, shape: tuple, strides: tuple,
+                             offset: int) -> TensorMeta:
+    _strided_check(a, shape, strides, offset)
+    if tuple(src.shape) != tuple(shape) or src.dtype != a.dtype:
+        raise ValueError(f"as_strided_scatter: src {src} does not fill a view {shape} of {a}")
+    return TensorMeta(a.shape, a.dtype)
+
+
+simple_op("as_strided", _as_strided, "view", meta=_as_strided_meta)
+simple_op("as_strided_scatter", _as_strided_scatter, "index", meta=_as_strided_scatter_meta)
