@@ -67,9 +67,11 @@ def extern_call(ext: L.Extern, array: Callable[[str], str]) -> str:
     def arg(a: Any) -> str:
         if isinstance(a, L.BufferRef):
             return array(a.name)
-        if isinstance(a, (tuple, list)):
+        if isinstance(a, list):  # a list stays a list: np.add.at(x, [0, 0], 1) is not x[0, 0]
+            return "[" + ", ".join(arg(v) for v in a) + "]"
+        if isinstance(a, tuple):
             inner = ", ".join(arg(v) for v in a)
-            return f"({inner},)" if isinstance(a, tuple) and len(a) == 1 else f"({inner})"
+            return f"({inner},)" if len(a) == 1 else f"({inner})"
         return format_value(a)
 
     return f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
