@@ -206,8 +206,8 @@ assert explanation.graph_count == 0 and explanation.graph_break_count == 1
 #
 # Appending to a list the caller passed in is not an array op, but it is not a
 # reason to break either: during the trace the append changes only the
-# interpreter's copy of the list, and the transformed function *replays* it on
-# the caller's real list (TorchDynamo's `SideEffects`) before running the
+# interpreter's copy of the list, and the transformed function *replays* the
+# append on the caller's real list (TorchDynamo's `SideEffects`) before running the
 # `print`.  The caller sees exactly what eager leaves, once per call.
 
 # %%
@@ -225,7 +225,9 @@ for _ in range(2):
 print(compiled.cache[0].capture.break_plan.source)
 print("history:", compiled_history)
 assert compiled_history == eager_history == [(4, 3), (4, 3)]
-assert "L['history'][:] = " in compiled.cache[0].capture.break_plan.source
+# Replayed as the operation it was, an append on whatever the list holds by
+# then (under threads, another thread's appends are kept), not a rewrite.
+assert ".append(" in compiled.cache[0].capture.break_plan.source
 
 # %% [markdown]
 # ## `fullgraph=True`

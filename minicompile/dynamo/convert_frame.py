@@ -28,7 +28,7 @@ from ..aot.tensor import Tensor
 from ..ir import passes
 from . import bytecode
 from .exc import BreakReason, GraphBreakError, Unsupported
-from .exc import NotResumable
+from .exc import GraphRaised, NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
@@ -87,13 +87,13 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     a compiled epilogue and, when ``allow_breaks``, a graph break that can be
     resumed yields a break plan instead of an eager fallback.  ``dynamic`` says
     which array sizes become symbols; a capture that cannot keep them symbolic
-    to the end (a graph break, an epilogue) is redone with static sizes."""
+    to the end (a graph break) is redone with static sizes; an epilogue reads
+    them from the frame."""
     if dynamic is not None and dynamic.any:
         with warnings.catch_warnings(record=True):  # an internal error here: the static retry says it
             cap = _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, dynamic)
-        if cap.graph is not None and cap.graph.is_dynamic and cap.break_plan is None \
-                and cap.break_reason is None:
-            return cap
+        if cap.graph is not None and cap.graph.is_dynamic and cap.break_reason is None:
+            return cap  # whole, or with an epilogue (which reads sizes from the frame)
         if cap.graph is None and cap.break_reason is not None and cap.break_reason.numpy_error:
             return cap  # NumPy rejects the program: static sizes would not help
         logs.log("recompiles", lambda: f"{fn.__qualname__}: symbolic sizes dropped "
@@ -114,33 +114,33 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
     tracer = InstructionTranslator(fn, L, output)
     try:
         result = tracer.run()
-        output.guard_array_writes()
+        output.functional.install_guards()
         output.add_size_inputs()
-        if output.side_effects:
+        if output.side_effects or output.functional.write_backs_pending() or output.functional.aliases(result):
+            # Code after the graph: write back, replay effects, rebuild views and arguments.
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
             plan = plan_epilogue(output, result, wrap_function)
             output.graph.output(plan.outputs)
+            _freeze_sizes(output)
             return Capture(passes.dead_code_elimination(output.graph), output.guards,
                            output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
         spec = _output_spec(result, outputs)
         output.graph.output(outputs)
+        _freeze_sizes(output)
         graph = passes.dead_code_elimination(output.graph)
         reason = None
-        if output.symbols is not None:
-            # The trace is over: its size relations become guards, and from
-            # now on an undecided relation is an error, never a silent guess.
-            output.symbols.add_relation_guards(output.guards)
-            output.symbols.env.mode = "frozen"
     except Unsupported as e:
         graph, spec = None, None
         reason = getattr(e, "where", None) or BreakReason(e.reason, fn.__code__.co_filename, None)
         if wrap_function is not None and allow_breaks and not reason.numpy_error \
                 and hasattr(tracer, "snapshot"):
             try:
-                output.guard_array_writes()
+                if not e.resumable:
+                    raise NotResumable(e.reason)
+                output.functional.install_guards()
                 plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
             except (NotResumable, Unsupported) as why:
                 return Capture(None, output.guards, output.input_exprs(), None, reason,
@@ -161,6 +161,14 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                    time.perf_counter() - start)
 
 
+def _freeze_sizes(output: OutputGraph) -> None:
+    """The trace is over: its size relations become guards, and from now on an
+    undecided relation is an error, never a silent guess."""
+    if output.symbols is not None:
+        output.symbols.add_relation_guards(output.guards)
+        output.symbols.env.mode = "frozen"
+
+
 def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
     """Describe the return value as a tree whose array leaves index ``outputs``."""
     if isinstance(var, ArrayVariable):
@@ -170,6 +178,10 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         return ("const", specialize_sizes(var.value))  # a size returned: its value, guarded
+    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None \
+            and var.source.expr.startswith(("L[", "G[")):
+        # The caller's own list or dict (unchanged, or the epilogue would return it).
+        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
         return (kind, [_output_spec(v, outputs) for v in var.items])
@@ -280,22 +292,43 @@ def compile_entry(
                                          "transformed", bytecode.format_bytecode(transformed.__code__)))
 
         def run_transformed(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
-            return transformed(L, G)
+            try:
+                return transformed(L, G)
+            except GraphRaised as e:
+                return _run_as_python(fn, args, kwargs, e.error)
 
         return CacheEntry(guard, cap, run_transformed, compiled, seconds)
 
     spec = cap.output_spec
 
     def run_compiled(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
-        return rebuild(spec, compiled(*extract(L, G)), L, G)
+        try:
+            values = compiled(*extract(L, G))
+        except Exception as e:
+            return _run_as_python(fn, args, kwargs, e)
+        return rebuild(spec, values, L, G)
 
     return CacheEntry(guard, cap, run_compiled, compiled, seconds)
+
+
+def _run_as_python(fn: types.FunctionType, args: tuple, kwargs: dict, error: BaseException) -> Any:
+    """The compiled graph raised ``error`` before anything was written back: run the
+    frame as Python.  NumPy raising there too (an integer to a negative power, a
+    bad index) is its own error, after the writes eager execution makes first;
+    NumPy not raising means the backend was wrong, which is said."""
+    result = fn(*args, **kwargs)
+    if config.strict:
+        raise error
+    warnings.warn(f"minicompile: the compiled code of {fn.__qualname__} raised "
+                  f"{type(error).__name__}: {error}; ran it as Python instead", stacklevel=4)
+    return result
 
 
 def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any,
                           builtins_dict: dict) -> types.FunctionType:
     """Compile the break plan's source into the function that replaces the frame."""
     namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
+                 "___GraphRaised": GraphRaised,
                  "___asarray": np.asarray, "___size_input": size_input, **plan.namespace}
     filename = f"<minicompile transformed {fn.__qualname__}>"
     exec(compile(plan.source, filename, "exec"), namespace)

@@ -30,12 +30,15 @@ class Unsupported(Exception):
     raising code only has to say *what* is unsupported.
     """
 
-    def __init__(self, reason: str, numpy_error: bool = False):
+    def __init__(self, reason: str, numpy_error: bool = False, resumable: bool = True):
         super().__init__(reason)
         self.reason = reason
         # True when the program itself is wrong (NumPy or Python would raise
         # here too), as opposed to minicompile not following it.
         self.numpy_error = numpy_error
+        # False when running the rest of the frame in CPython after a graph
+        # break could still differ from eager NumPy: the whole frame runs as Python.
+        self.resumable = resumable
 
 
 class GraphBreakError(RuntimeError):
@@ -48,3 +51,14 @@ class GraphBreakError(RuntimeError):
 
 class NotResumable(Exception):
     """A graph break after which the frame cannot be resumed (it then runs eagerly)."""
+
+
+class GraphRaised(Exception):
+    """The compiled graph raised (``.error``).  The graph is pure and runs before
+    anything is written back, so nothing the caller sees has changed yet: the
+    frame then runs as Python, where NumPy raises its own error after exactly
+    the writes eager execution makes first."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error

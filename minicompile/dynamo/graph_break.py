@@ -73,6 +73,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
     w = Reconstructor(output, wrap_callee)
     stack = list(state.stack)
     next_index = state.index + 1
+    instruction: list[str] = []  # the instruction itself, run after the effects traced before it
     branch = None
     if inst.opname == "TO_BOOL" and instructions[next_index].opname in JUMPS_IF_TRUE | JUMPS_IF_FALSE:
         inst, next_index = instructions[next_index], next_index + 1  # 3.13: TO_BOOL then jump
@@ -91,14 +92,14 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         b, a = w.expr(stack.pop()), w.expr(stack.pop())
         symbol = inst.argrepr
         if symbol.endswith("=") and symbol not in ("==", "!=", "<=", ">="):
-            w.lines.append(f"___lhs = {a}")
-            w.lines.append(f"___lhs {symbol} {b}")  # in place on the real object, as CPython would
+            instruction.append(f"___lhs = {a}")
+            instruction.append(f"___lhs {symbol} {b}")  # in place on the real object, as CPython would
             result = "___lhs"
         else:
             result = f"({a} {symbol} {b})"
     elif inst.opname == "STORE_SUBSCR":
         key, container, value = w.expr(stack.pop()), w.expr(stack.pop()), w.expr(stack.pop())
-        w.lines.append(f"{container}[{key}] = {value}")
+        instruction.append(f"{container}[{key}] = {value}")
         result = None
     else:
         raise NotResumable(f"cannot resume after {inst.opname}")
@@ -124,8 +125,8 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         return f"{name}({', '.join(local_exprs + below + pushed)})"
 
     # Reads first (w.lines), then the effects traced before the break, then the instruction.
-    effects = output.side_effects.emit(w.expr, w.graph_value)
-    body = [f"    {line}" for line in w.lines + effects]
+    effects = _effects(output, w)
+    body = [f"    {line}" for line in w.read_lines() + effects + instruction]
     if branch is not None:
         cond, jump_if_true, target = branch
         fallthrough = instructions[next_index].offset
@@ -137,8 +138,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         if pushed:
             body.append(f"    ___result = {result}")
         body.append(f"    return {resume_call(instructions[next_index].offset, pushed)}")
-    inputs = ", ".join(output.input_exprs())
-    header = ["def transformed(L, G):", f"    ___out = ___graph({inputs})"]
+    header = ["def transformed(L, G):"] + [f"    {line}" for line in _call_graph(output)]
     return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
 
 
@@ -148,10 +148,23 @@ def plan_epilogue(output: OutputGraph, result: VariableTracker,
     read the return value, replay the effects, return."""
     w = Reconstructor(output, wrap_callee)
     ret = w.expr(result)
-    effects = output.side_effects.emit(w.expr, w.graph_value)
-    inputs = ", ".join(output.input_exprs())
-    lines = [f"___out = ___graph({inputs})"] + w.lines + effects + [f"return {ret}"]
+    effects = _effects(output, w)
+    lines = _call_graph(output) + w.read_lines() + effects + [f"return {ret}"]
     return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace)
+
+
+def _call_graph(output: OutputGraph) -> list[str]:
+    """The graph call that starts a transformed function (see exc.GraphRaised)."""
+    return ["try:", f"    ___out = ___graph({', '.join(output.input_exprs())})",
+            "except Exception as ___error:", "    raise ___GraphRaised(___error) from ___error"]
+
+
+def _effects(output: OutputGraph, w: Reconstructor) -> list[str]:
+    """What the traced code did to the caller's objects, replayed on them: first the
+    new values of the arrays it wrote written back into their memory, then the
+    side effects on lists, dicts, attributes and globals."""
+    lines = [f"{target}[...] = {w.node_value(node)}" for target, node in output.functional.write_backs()]
+    return lines + output.side_effects.emit(w.expr)
 
 
 def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, code) -> str:

@@ -163,11 +163,14 @@ class GuardSet:
         import math
 
         from ..aot.tensor import grad_enabled
+        from .functionalization import element_offset, may_share_memory, writeable
 
         return {
             "___ndarray": np.ndarray,
             "___grad_enabled": grad_enabled,
-            "___may_share": np.may_share_memory,
+            "___may_share": may_share_memory,
+            "___offset": element_offset,
+            "___writeable": writeable,
             "___copysign": math.copysign,
             "B": builtins,
             "CLOSURE": closure or (),

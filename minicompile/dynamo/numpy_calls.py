@@ -8,11 +8,10 @@ Tables map what the user wrote to an op in the IR registry:
 * :data:`SPLITS` — functions with several results (``np.split``): one
   ``getitem`` node per piece, keyword arguments from :func:`split_calls`;
 * :data:`MUTATIONS` / :data:`METHOD_MUTATIONS` — calls that write into an
-  argument (``np.copyto``, ``np.add.at``, ``x.sort()``): the op computes the
-  argument's new value, and capture must rebind the argument to it (and write
-  it back when it came from the caller).  They are *not* in :data:`FUNCTIONS`
-  or :data:`METHODS`: until capture does that, they graph-break instead of
-  silently not mutating.
+  argument (``np.copyto``, ``np.add.at``, ``x.sort()``, ``x.fill(v)``): the op
+  computes the argument's new value, and capture writes it into the
+  argument's memory (functionalization.py), so every view of it and the
+  caller see it.
 
 Each entry pairs the op name with a *stub* whose signature is NumPy's own —
 most often the NumPy function itself — so a call is bound exactly as NumPy
@@ -45,6 +44,8 @@ class CallRule:
     rename: dict[str, str] = field(default_factory=dict)
     # last touch on the op's keyword arguments (varargs shapes, for instance)
     post: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The call copies even where the op could return a view (x.flatten() vs x.ravel()).
+    copies: bool = False
 
 
 def _is_default(value: Any, default: Any) -> bool:
@@ -114,6 +115,7 @@ def _m_round(self, decimals=0, out=None): ...
 def _m_dot(self, other, /, out=None): ...
 def _m_copy(self, order="C"): ...
 def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None): ...
+def _m_fill(self, value, /): ...
 def _m_searchsorted(self, v, /, side="left", sorter=None): ...
 def _m_trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None): ...
 
@@ -211,7 +213,7 @@ METHODS: dict[str, CallRule] = {
     "transpose": CallRule("transpose", _m_transpose, _SELF_A, _varargs("axes")),
     "ravel": CallRule("ravel", _m_ravel, _SELF_A),
     # flatten copies where ravel may not; in a functional graph the two agree.
-    "flatten": CallRule("ravel", _m_ravel, _SELF_A),
+    "flatten": CallRule("ravel", _m_ravel, _SELF_A, copies=True),
     "swapaxes": CallRule("swapaxes", _m_swapaxes, _SELF_A),
     "squeeze": CallRule("squeeze", _m_squeeze, _SELF_A),
     "repeat": CallRule("repeat", _m_repeat, _SELF_A),
@@ -272,4 +274,6 @@ MUTATIONS: dict[Any, MutationRule] = {
 }
 METHOD_MUTATIONS: dict[str, MutationRule] = {
     "sort": MutationRule(CallRule("sort", _m_sort, _SELF_A), "a"),
+    # x.fill(v) is x[...] = v (the same unsafe cast of v to x's dtype).
+    "fill": MutationRule(CallRule("setitem", _m_fill, _SELF_A, lambda kw: {**kw, "key": (Ellipsis,)}), "a"),
 }

@@ -5,6 +5,7 @@ guards, and the list of sources its placeholders read (``L['x']``,
 ``G['W']``).  :meth:`OutputGraph.wrap` is where a value from the frame turns
 into a variable tracker — an array becomes a placeholder guarded on type,
 shape, dtype and strides; a scalar becomes a constant guarded on its value; a
+list or dict is guarded on its type only and read lazily (frame_containers.py); a
 module or known function becomes an object guarded on identity.  Anything else
 is unsupported, and the reason names the source.
 """
@@ -22,6 +23,8 @@ from ..ir import dtypes
 from ..ir.symbolic import Sym, free_symbols
 from .dynamic_shapes import DynamicPolicy, SymbolTable, is_cupy_array
 from .exc import Unsupported
+from .frame_containers import FrameDictVariable, FrameListVariable
+from .functionalization import Functionalizer
 from .guards import GuardSet
 from .side_effects import SideEffects
 from .source import Source, item_source
@@ -109,6 +112,8 @@ class OutputGraph:
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
         self.side_effects = SideEffects()
+        # Storages and views of the arrays the trace holds; in-place updates (functionalization).
+        self.functional = Functionalizer(self)
         # Which array sizes become symbols (dynamic shapes); None: all static.
         self.symbols: SymbolTable | None = None
 
@@ -164,7 +169,7 @@ class OutputGraph:
                 raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
             node = self.graph.placeholder(placeholder_name(source), ir.TensorMeta(shape, value.dtype))
             self.input_sources.append(source)
-            var = ArrayVariable(node, source)
+            var = self.functional.input(value, source, node)
             self._array_sources[id(value)] = (value, var)
             return var
         if isinstance(value, np.ndarray):
@@ -187,17 +192,17 @@ class OutputGraph:
         if isinstance(value, CONSTANT_TYPES):
             self.guards.value(source, value, lineno)
             return ConstantVariable(value, source)
-        if type(value) in (tuple, list):
+        if type(value) is tuple:
             self.guards.length(source, value, lineno)
-            items = [self.wrap(v, item_source(source, i), lineno) for i, v in enumerate(value)]
-            cls = TupleVariable if type(value) is tuple else ListVariable
-            return cls(items, source)
-        if type(value) is dict:
-            self.guards.dict_keys(source, value, lineno)
-            if not all(isinstance(k, (str, int)) for k in value):
-                raise Unsupported(f"{source} has keys that are not strings or ints")
-            items = {k: self.wrap(v, item_source(source, k), lineno) for k, v in value.items()}
-            return DictVariable(items, source)
+            return TupleVariable([self.wrap(v, item_source(source, i), lineno) for i, v in enumerate(value)],
+                                 source)
+        if type(value) in (list, dict):
+            # Only the type: its length, keys and items are guarded when the trace reads them.
+            self.guards.type_of(source, value, lineno)
+            cls = FrameListVariable if type(value) is list else FrameDictVariable
+            var = cls(value, source, self)
+            self.side_effects.containers.append(var)
+            return var
         if isinstance(value, types.FunctionType):
             self.guards.identity(source, value, lineno)
             return UserFunctionVariable(value, source)
@@ -244,31 +249,17 @@ class OutputGraph:
                 else f"___size_input({s.expr})" if s.expr in self.size_inputs else s.expr
                 for s in self.input_sources]
 
-    def replace_everywhere(self, old: VariableTracker, new: VariableTracker) -> None:
-        """Rebind ``old`` to ``new`` inside every container variable the trace holds."""
-        for var in list(self._wrapped.values()) + self.side_effects.containers:
-            if isinstance(var, (TupleVariable, ListVariable)):
-                var.items = [new if v is old else v for v in var.items]
-            elif isinstance(var, DictVariable):
-                var.items = {k: (new if v is old else v) for k, v in var.items.items()}
-        for key, var in list(self._wrapped.items()):
-            if var is old:
-                self._wrapped[key] = new
-
-    def guard_array_writes(self) -> None:
-        """An input the graph writes back to must not share memory with another input
-        (the graph read both as independent values): check now, guard for later calls."""
-        written = self.side_effects.arrays
-        inputs = list(self._array_sources.values())
-        for target in written:
-            for value, var in inputs:
-                if var.source.expr == target:
-                    continue
-                mine = next(v for v, w in inputs if w.source.expr == target)
-                if np.may_share_memory(mine, value):
-                    raise Unsupported(f"{target} is updated in place and shares memory with {var.source}")
-                self.guards.add(var.source, f"not ___may_share({target}, {var.source.expr})",
-                                f"___may_share({target}, {var.source.expr})", None)
+    def base_input(self, value: Any, source: Source) -> ir.Node:
+        """A graph input for the base array of arguments that share memory (read from
+        the frame as ``L['x'].base``), placed after the inputs so far."""
+        self.guards.array(source, value, None)
+        self.guards.add(source, f"{source.expr}.flags.c_contiguous", f"{source.expr}.flags.c_contiguous", None)
+        node = self.graph.placeholder(placeholder_name(source), ir.TensorMeta(tuple(value.shape), value.dtype))
+        self.graph.nodes.remove(node)
+        after = max(i for i, n in enumerate(self.graph.nodes) if n.kind == "placeholder")
+        self.graph.nodes.insert(after + 1, node)
+        self.input_sources.append(source)
+        return node
 
     # -- graph building ------------------------------------------------------------
 
@@ -297,8 +288,10 @@ class OutputGraph:
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
 
-    def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
-        """Add ``op`` to the graph; NumPy's own errors become graph breaks."""
+    def call(self, op: str, args: dict[str, Any], may_view: bool = True) -> ArrayVariable:
+        """Add ``op`` to the graph; NumPy's own errors become graph breaks.  The result
+        is a view of its first argument where NumPy's would be (unless ``may_view``
+        is False: ``x.flatten()`` copies where ``x.ravel()`` views)."""
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
         if self.symbols is not None:
             # A size used as a value (x * n, np.full(..., n)): specialized.
@@ -322,4 +315,4 @@ class OutputGraph:
             node.op.result_is_scalar(dict(zip(node.op.param_names, node.args)))
             or (op in SCALAR_PRESERVING and isinstance(first, ArrayVariable) and first.scalar)
         )
-        return ArrayVariable(node, scalar=scalar)
+        return self.functional.result(node, args, scalar, may_view)

@@ -6,7 +6,10 @@ that variable trackers stand for: an array computed by the graph is one of
 its outputs, an input array is read from the frame by its source, a constant
 is a literal, a list built during the trace is built again.  A
 :class:`Reconstructor` writes those expressions and collects the graph
-outputs and objects they refer to.
+outputs and objects they refer to.  An array is rebuilt as NumPy would hold
+it: the caller's own array (after the graph's new values were written back
+into it) or the graph output of its storage, with its views re-made as real
+views of that (see functionalization.py).
 """
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ import types
 from typing import Any, Callable
 
 from .. import ir
+from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
+from .functionalization import c_order, is_c_contiguous
 from .output_graph import OutputGraph
 from .variables import (
     ArrayVariable,
@@ -40,6 +45,8 @@ class Reconstructor:
         self.namespace: dict[str, Any] = {}
         self.lines: list[str] = []
         self.memo: dict[int, str] = {}
+        self.storage_memo: dict[int, str] = {}  # one real array per storage the graph made
+        self.sizes: dict[str, str] = {}  # size symbol -> the line that reads it from the frame
         self.callee_wrapper = callee_wrapper
 
     def named(self, name: str, value: Any) -> str:
@@ -54,6 +61,19 @@ class Reconstructor:
         name = f"___const{len(self.namespace)}"
         self.namespace[name] = value
         return name
+
+    def literal(self, value: Any) -> str:
+        """A constant argument as Python; a symbolic size in it (dynamic shapes) is
+        computed from the frame (``___s0 = L['x'].shape[0]``), never baked in."""
+        if isinstance(value, Sym):
+            for name in sorted(value.symbols):
+                self.sizes.setdefault(name, f"___{name} = {self.output.symbols.env.sources[name]}")
+            return f"({value.render(lambda s: '___' + s)})"
+        if isinstance(value, slice) and is_symbolic(value):
+            return f"slice({', '.join(self.literal(v) for v in (value.start, value.stop, value.step))})"
+        if type(value) is tuple and is_symbolic(value):
+            return "(" + "".join(f"{self.literal(v)}, " for v in value) + ")"
+        return self.const(value)
 
     def expr(self, var: VariableTracker) -> str:
         key = id(var)
@@ -74,10 +94,44 @@ class Reconstructor:
         """The graph output holding ``var``'s values (even for an array of the caller's)."""
         if var.node.kind == "placeholder":
             return var.source.expr
-        if var.node not in self.outputs:
-            self.outputs.append(var.node)
-        index = self.outputs.index(var.node)
-        return f"___out[{index}][()]" if var.scalar else f"___out[{index}]"
+        return self.node_value(var.node, var.scalar)
+
+    def node_value(self, node: ir.Node, scalar: bool = False) -> str:
+        """The graph output that holds ``node`` (added to the outputs once)."""
+        if node not in self.outputs:
+            self.outputs.append(node)
+        index = self.outputs.index(node)
+        return f"___out[{index}][()]" if scalar else f"___out[{index}]"
+
+    def array(self, var: ArrayVariable) -> str:
+        """The real array ``var`` stands for: the caller's own array (written back
+        before anything reads it) or a graph output, then ``var``'s view chain
+        replayed on it in Python, so views are views again after the graph."""
+        storage = var.storage
+        if storage is None or var.scalar:  # a NumPy scalar or an mc.Tensor: a value
+            return var.source.expr if var.source is not None else self.graph_value(var)
+        if storage.source is not None:
+            base = storage.source.expr
+        else:
+            base = self.storage_memo.get(id(storage))
+            if base is None:
+                base = self.node_value(storage.node)
+                if is_c_contiguous(storage.layout, storage.node.meta.shape, storage.node.meta.dtype):
+                    # NumPy's array was C-contiguous: a reshape of it must be a view here too.
+                    base = self.temporary(f"{self.named('___c_order', c_order)}({base})")
+                self.storage_memo[id(storage)] = base
+        for step in var.view:
+            base = step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl), base, self.literal)
+        return base
+
+    def read_lines(self) -> list[str]:
+        """The lines that read every value, sizes first."""
+        return list(self.sizes.values()) + self.lines
+
+    def temporary(self, text: str) -> str:
+        name = f"___t{len(self.lines)}"
+        self.lines.append(f"{name} = {text}")
+        return name
 
     def callee(self, var: UserFunctionVariable) -> str:
         """A function whose call broke the graph: run it compiled on its own."""
@@ -90,15 +144,13 @@ class Reconstructor:
 
     def _expr(self, var: VariableTracker) -> str:
         if isinstance(var, ArrayVariable):
-            if var.source is not None:
-                return var.source.expr  # the caller's own array object (updated in place, if at all)
-            return self.graph_value(var)
+            return self.array(var)
         if var.source is not None and not isinstance(var, UserFunctionVariable):
             return var.source.expr  # the caller's own object: identity kept, effects replayed on it
         if isinstance(var, ConstantVariable):
-            return self.const(var.value)
+            return self.literal(var.value)
         if isinstance(var, PythonObjectVariable):
-            return self.const(var.value)
+            return self.literal(var.value)
         if isinstance(var, TupleVariable):
             inner = "".join(f"{self.expr(v)}, " for v in var.items)
             return f"({inner})"

@@ -88,11 +88,9 @@ class SideEffects:
     globals: dict[str, VariableTracker] = field(default_factory=dict)
     # the caller's lists and dicts the trace has wrapped (frame_containers.py)
     containers: list[Any] = field(default_factory=list)
-    # the caller's arrays updated in place (x += 1, x[i] = v): source -> new value
-    arrays: dict[str, VariableTracker] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.log or self.arrays)
+        return bool(self.log)
 
     def record(self, effect: Effect) -> None:
         last = self.log[-1] if self.log else None
@@ -101,9 +99,6 @@ class SideEffects:
             self.log[-1] = effect  # a store right over the same store: only the last one shows
         else:
             self.log.append(effect)
-
-    def write_array(self, source_expr: str, value: VariableTracker) -> None:
-        self.arrays[source_expr] = value
 
     # -- attributes and globals ---------------------------------------------------------------
 
@@ -128,10 +123,10 @@ class SideEffects:
 
     # -- replay ---------------------------------------------------------------------------------
 
-    def emit(self, expr: Callable[[VariableTracker], str],
-             array_value: Callable[[VariableTracker], str] | None = None) -> list[str]:
-        """Python statements that replay the effects; ``expr(var)`` rebuilds a value and
-        ``array_value(var)`` names the graph output holding an updated array's values.
+    def emit(self, expr: Callable[[VariableTracker], str]) -> list[str]:
+        """Python statements that replay the effects; ``expr(var)`` rebuilds a value.
+        (Arrays written in place are not effects here: functionalization.py
+        writes them back, before these statements run.)
 
         ``expr`` reads every value and every target object into a temporary
         before the first statement runs (see Reconstructor.expr), so a replayed
@@ -139,11 +134,7 @@ class SideEffects:
         changes the object the trace changed even if an earlier one rebound the
         name it was reached through.
         """
-        lines = [effect.statement(expr) for effect in self.log]
-        values = [(f"{source}[...]", array_value(var)) for source, var in self.arrays.items()]
-        reads = [f"___effect{i} = {value}" for i, (_, value) in enumerate(values)]
-        writes = [f"{target} = ___effect{i}" for i, (target, _) in enumerate(values)]
-        return reads + lines + writes
+        return [effect.statement(expr) for effect in self.log]
 
 
 def delete_attribute(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> None:

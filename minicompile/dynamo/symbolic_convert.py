@@ -26,8 +26,10 @@ import numpy as np
 from . import bytecode
 from .bytecode import CURRENT as VERSION
 from .binder import make_binder, varargs_names
-from .builtin_calls import BUILTINS, CONTAINER_METHODS
+from .builtin_calls import BUILTINS, CONTAINER_METHODS, shallow_builtin
+from .container_methods import container_truth, delete_item, dict_contains, read_item, store_item
 from .exc import BreakReason, Unsupported
+from .side_effects import delete_attribute
 from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
 from ..ir import OPS, get_op
 from ..ir.symbolic import is_symbolic
@@ -254,7 +256,8 @@ class InstructionTranslator:
             raise Unsupported(
                 "branch on an array value (bool(array)): data-dependent control flow"
             )
-        return bool(self.python_value(var))
+        known = container_truth(var)  # a list or dict: its length only
+        return known if known is not None else bool(self.python_value(var))
 
     # -- loading and storing ----------------------------------------------------------
 
@@ -332,7 +335,7 @@ class InstructionTranslator:
         if self.f_globals is not self.root.f_globals:
             raise Unsupported(f"assignment to global {inst.argval!r} of another module")
         self.output.mutations += 1
-        self.output.side_effects.globals[inst.argval] = self.pop()
+        self.output.side_effects.store_global(inst.argval, self.pop())
 
     def LOAD_GLOBAL(self, inst) -> None:
         push_null = inst.arg & 1
@@ -433,7 +436,14 @@ class InstructionTranslator:
         other than the functions it inlines (methods, properties)."""
         value = obj.value
         if obj.source is not None and (obj.source.expr, name) in self.output.side_effects.attributes:
-            return self.output.side_effects.attributes[(obj.source.expr, name)]  # set earlier
+            return self.output.side_effects.read_attr(obj.source.expr, name)  # set (or deleted) earlier
+        if obj.source is not None:
+            # Set earlier on another object: a later call passing one object under both
+            # names would read the stale value here, so they must stay two objects.
+            for other, attr in self.output.side_effects.attributes:
+                if attr == name and other != obj.source.expr:
+                    self.output.guards.add(obj.source, f"{obj.source.expr} is not {other}",
+                                           f"id({obj.source.expr})", self.lineno)
         try:
             static = inspect.getattr_static(value, name)
         except AttributeError:
@@ -498,28 +508,27 @@ class InstructionTranslator:
         if hasattr(static, "__set__"):  # a property or slot with its own setter code
             raise Unsupported(f"setting .{inst.argval}, which runs a descriptor's setter")
         self.output.mutations += 1
-        self.output.side_effects.store_attr(obj.source.expr, inst.argval, value)
+        self.output.side_effects.store_attr(obj, inst.argval, value)
+
+    def DELETE_ATTR(self, inst) -> None:
+        delete_attribute(self, self.pop(), inst.argval)
 
     def STORE_SUBSCR(self, inst) -> None:
         key, container, value = self.pop(), self.pop(), self.pop()
         if isinstance(container, ArrayVariable):
             if "setitem" not in OPS:
                 raise Unsupported("array item assignment is not supported yet")
+            if container.storage is None:
+                raise Unsupported(f"TypeError: {container.describe()} does not support item assignment",
+                                  numpy_error=True)
             updated = self.output.call("setitem", {"a": container, "key": self.index_key(key), "value": value})
-            self.update_array(container, updated)
+            self.update_array(container, updated, "item assignment")
             return
-        if isinstance(container, ListVariable):
-            index = self.python_value(key)
-            if not isinstance(index, int) or not -len(container.items) <= index < len(container.items):
-                raise Unsupported("list assignment index out of range or not an int", numpy_error=True)
-        elif not isinstance(container, DictVariable):
-            raise Unsupported(f"item assignment to {container.describe()} is not supported yet")
-        else:
-            index = self.dict_key(key)
-        self.output.mutations += 1
-        if container.source is not None:
-            self.output.side_effects.mutated(container)
-        container.items[index] = value
+        store_item(self, container, key, value)  # a list's or dict's: container_methods.py
+
+    def DELETE_SUBSCR(self, inst) -> None:
+        key, container = self.pop(), self.pop()
+        delete_item(self, container, key)
 
     # -- in-place array updates: functional in the graph, written back after it ----------------
 
@@ -537,30 +546,15 @@ class InstructionTranslator:
                               f"with casting rule 'same_kind'", numpy_error=True)
         return self.output.call("astype", {"x": result, "dtype": want.dtype})
 
-    def update_array(self, old: ArrayVariable, new: ArrayVariable) -> ArrayVariable:
-        """``old`` now holds ``new``'s values: every reference to it in the trace is
-        rebound, and an array of the caller's is written back after the graph.
-
-        Views make this unsafe — writing through ``x`` changes a view of it taken
-        earlier, and writing through a view changes its base — so any view in
-        sight breaks the graph instead (the update then runs in CPython)."""
-        node = old.node
-        if node.kind == "call" and node.op.kind in ("view", "index"):
-            raise Unsupported("in-place update through a view of another array")
-        if any(n.op is not None and n.op.kind in ("view", "index") and node in n.inputs
-               for n in self.output.graph.nodes if n.kind == "call" and n is not new.node):
-            raise Unsupported("in-place update of an array that has views in the trace")
-        updated = ArrayVariable(new.node, old.source, old.scalar)
+    def update_array(self, target: ArrayVariable, new: ArrayVariable, what: str) -> ArrayVariable:
+        """``target`` now holds ``new``'s values (same shape and dtype), and so does the
+        memory it shares with every other array: functionalized, see functionalization.py."""
+        if target.storage is None:
+            raise Unsupported(f"TypeError: {what}: {target.describe()} cannot be written in place",
+                              numpy_error=True)
         self.output.mutations += 1
-        if old.source is not None:
-            self.output.side_effects.write_array(old.source.expr, updated)
-        for frame in self.frames():
-            frame.stack = [updated if v is old else v for v in frame.stack]
-            for name, v in list(frame.locals.items()):
-                if v is old:
-                    frame.locals[name] = updated
-        self.output.replace_everywhere(old, updated)
-        return updated
+        self.output.functional.mutate(target, new.node, what)
+        return target
 
     def frames(self) -> list["InstructionTranslator"]:
         frame, chain = self, []
@@ -578,9 +572,12 @@ class InstructionTranslator:
         py_fn, op = BINARY_OPS[symbol]
         if self.is_constant(a) and self.is_constant(b):
             return self.evaluate(py_fn, self.python_value(a), self.python_value(b))
-        if inplace and isinstance(a, ArrayVariable) and not a.scalar:
+        if inplace and type(a) in CONTAINER_METHODS and isinstance(a, ListVariable):
+            CONTAINER_METHODS[type(a)]["extend"](self, a, [b], {})  # lst += items extends lst itself
+            return a
+        if inplace and isinstance(a, ArrayVariable) and a.storage is not None:
             result = self.binary(symbol, a, b, inplace=False)
-            return self.update_array(a, self.cast_in_place(result, a, op or symbol))
+            return self.update_array(a, self.cast_in_place(result, a, op or symbol), f"'{symbol}='")
         for v in (a, b):
             if isinstance(v, (TupleVariable, ListVariable)):
                 raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
@@ -656,8 +653,8 @@ class InstructionTranslator:
 
     def CONTAINS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
-        if isinstance(b, DictVariable):  # key in dict: only the keys need to be known
-            result = self.dict_key(a) in b.items
+        if isinstance(b, DictVariable):  # key in dict: only that key needs to be known
+            result = dict_contains(self, b, a)
         else:
             result = self.python_value(a) in self.python_value(b)
         self.push(ConstantVariable(result != bool(inst.arg)))
@@ -762,7 +759,7 @@ class InstructionTranslator:
         if isinstance(var, (TupleVariable, ListVariable)):
             return list(var.items)
         if isinstance(var, DictVariable):
-            return [self.wrap_value(k) for k in var.items]
+            return [self.wrap_value(k) for k in var.keys()]  # the keys, not the values
         if isinstance(var, IteratorVariable):
             items, var.position = var.items[var.position:], len(var.items)
             return items
@@ -803,12 +800,10 @@ class InstructionTranslator:
             if "getitem" not in OPS:
                 raise Unsupported("array indexing is not supported yet")
             return self.output.call("getitem", {"a": container, "key": self.index_key(index)})
+        if isinstance(container, (DictVariable, ListVariable)):
+            return read_item(self, container, index)  # reads that item only: container_methods.py
         key = self.python_value(index)
-        if isinstance(container, DictVariable):
-            if key not in container.items:
-                raise Unsupported(f"KeyError: {key!r}", numpy_error=True)
-            return container.items[key]
-        if isinstance(container, (TupleVariable, ListVariable)):
+        if isinstance(container, TupleVariable):
             try:
                 picked = container.items[key]
             except (IndexError, TypeError) as e:
@@ -824,6 +819,11 @@ class InstructionTranslator:
         stop, start, container = self.pop(), self.pop(), self.pop()
         key = ConstantVariable(slice(self.python_value(start), self.python_value(stop)))
         self.push(self.subscript(container, key))
+
+    def STORE_SLICE(self, inst) -> None:  # 3.12+: container[start:stop] = value, as STORE_SUBSCR
+        stop, start = self.pop(), self.pop()
+        self.push(ConstantVariable(slice(self.python_value(start), self.python_value(stop))))
+        self.STORE_SUBSCR(inst)
 
     def UNPACK_EX(self, inst) -> None:
         before, after = inst.arg & 0xFF, inst.arg >> 8
@@ -987,6 +987,9 @@ class InstructionTranslator:
             raise Unsupported(f"calling {fn.describe()} is not supported")
         target = fn.value
         name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+        shallow = shallow_builtin(self, target, args, kwargs)  # len(lst): its length, not its items
+        if shallow is not None:
+            return shallow
         all_constant = all(self.is_constant(a) for a in args) and all(
             self.is_constant(v) for v in kwargs.values()
         )
@@ -1063,11 +1066,16 @@ class InstructionTranslator:
             result = self.call_numpy(rule, args, rest, what)
             new = self.output.call("copyto", {"dst": out, "src": result, "casting": "same_kind",
                                              "where": where})
-            return self.update_array(out, new)
+            return self.update_array(out, new, f"{what}(..., out=)")
         # Constants reach the op binding as plain values, so defaults compare as NumPy's do.
         plain = [self.plain(a) for a in args]
         plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
-        return self.output.call(rule.op, bind_call(rule, plain, plain_kw, what))
+        op_kwargs = bind_call(rule, plain, plain_kw, what)
+        a = op_kwargs.get("a")
+        if rule.stub in (np.asarray, np.asanyarray) and isinstance(a, ArrayVariable) and not a.scalar \
+                and op_kwargs.get("dtype") in (None, a.node.meta.dtype):
+            return a  # np.asarray(x) is x itself: a write through either shows in both
+        return self.output.call(rule.op, op_kwargs, may_view=not rule.copies)
 
     def call_split(self, fn: Any, args: list, kwargs: dict) -> VariableTracker:
         """np.split and friends: one getitem node per piece, in a list like NumPy's."""
@@ -1090,7 +1098,7 @@ class InstructionTranslator:
         target = op_kwargs.get(mutation.target)
         if not isinstance(target, ArrayVariable):
             raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
-        self.update_array(target, self.output.call(mutation.rule.op, op_kwargs))
+        self.update_array(target, self.output.call(mutation.rule.op, op_kwargs), what)
         return ConstantVariable(None)
 
     def plain(self, var: VariableTracker) -> Any:

@@ -187,12 +187,16 @@ def setitem_local_after_break(x):
 
 def in_place_through_a_view(x):
     v = x[1:]
-    v += 1  # BREAK
+    v += 1  # a write through a view: captured, no break
+    print("wrote")  # BREAK
+    v[0] = -1.0  # v is rebuilt as a view of x after the break
     return x * 2
 
 
 def overlapping_assignment(x):
-    x[1:] = x[:-1]  # BREAK
+    x[1:] = x[:-1]
+    print("shifted")  # BREAK
+    x[:-1] = x[1:]
     return x + 1
 
 
@@ -467,8 +471,8 @@ CORPUS = [
     Case(in_place_on_local, lambda: (randn(3),), graphs=2),
     Case(setitem_argument, lambda: (randn(3),), graphs=2),
     Case(setitem_local_after_break, lambda: (randn(3),), graphs=2),
-    Case(in_place_through_a_view, lambda: (randn(4),), resumes=None),
-    Case(overlapping_assignment, lambda: (randn(5),), resumes=None),
+    Case(in_place_through_a_view, lambda: (randn(4),), graphs=2, cpp=True),
+    Case(overlapping_assignment, lambda: (randn(5),), graphs=2),
     Case(ternary_on_array_value, lambda: (positive(3),), graphs=2, id="ternary-true"),
     Case(ternary_on_array_value, lambda: (-positive(3),), graphs=2, id="ternary-false"),
     # 3.11 spells `and` with JUMP_IF_FALSE_OR_POP (the frame runs eagerly); 3.12+ resumes.

@@ -1,0 +1,498 @@
+"""Functionalization: in-place array updates captured as functional graph ops.
+
+NumPy arrays share memory.  ``v = x[1:]`` is a *view*: a write through ``v``
+changes ``x``, a write to ``x`` changes what ``v`` reads, and the caller sees
+every write to an argument.  The captured graph is functional instead: each
+node makes a new value.  This module keeps the two in step while the
+interpreter traces, as torch's functionalization does for ``torch.compile``:
+
+* Every array the trace holds lives in a :class:`Storage`, the memory eager
+  NumPy would have: an argument's (or a global's, an attribute's), or the
+  one an op allocated.  The storage holds the node of its base's *current*
+  value.  A view holds the chain of view ops (:class:`ViewStep`) that took
+  it from the base: ``x[1:].T`` is ``(getitem, transpose)``.
+* A write (``v[k] = y``, ``v += y``, ``np.add(a, b, out=v)``, ``np.copyto``,
+  ``ufunc.at``, ``v.sort()``, ``v.fill(c)``) computes ``v``'s new value, then
+  *scatters* it back through the chain into a new value of the base
+  (``getitem`` -> ``setitem``, ``transpose`` -> the inverse transpose, a
+  reshape -> the reshape back) and bumps the storage's version.
+* Every other variable of that storage notices the new version the next
+  time it is read and re-derives itself by replaying its chain on the new
+  base (view replay): no stale read, whichever name the write went through.
+* When the trace ends, each written argument is written back once, with
+  its final value: ``L['x'][...] = new_x`` — the memory NumPy changed, and
+  nothing else.  A returned or live view of an argument is rebuilt as a
+  real view of the caller's array, so identities and aliasing after the
+  call are NumPy's too.
+
+Arguments that share memory are grouped as *aliases*.  One array passed
+twice is one variable already; two different arrays over one memory
+(``f(b[:2], b[1:])``, ``f(b, b.T)``) start as two graph inputs, which is
+right while they are only read.  The first write to one of them rewrites
+the group as ``as_strided`` views of their common base array — an argument,
+or ``L['x'].base`` read from the frame — guarded to stay that way.
+
+Whether ``x.reshape(...)`` (or ``ravel``) is a view depends on ``x``'s memory
+layout, so every variable carries one: byte strides for static shapes,
+``"C"`` (C-contiguous, sizes symbolic), or unknown.  A reshape whose
+view-ness the trace cannot tell, followed by a write that would make the
+difference visible, refuses the capture (the function then runs as Python).
+
+In:  the interpreter's calls (``OutputGraph.wrap`` for inputs,
+     ``OutputGraph.call`` for op results, ``InstructionTranslator.update_array``
+     for writes).
+Out: array variables that know their storage and view chain; write-backs
+     and guards for the compiled code (``write_backs``, ``install_guards``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import ir
+from ..ir import indexing as ix
+from ..ir.symbolic import is_symbolic
+from .exc import Unsupported
+from .source import Source
+
+if TYPE_CHECKING:
+    from .output_graph import OutputGraph
+    from .variables import ArrayVariable
+
+# View ops whose result can never be written through (NumPy marks them read-only).
+READONLY_VIEWS = frozenset({"broadcast_to", "sliding_window_view", "diagonal"})
+# View ops that are views whatever the layout (reshape and ravel depend on it).
+ALWAYS_VIEWS = frozenset({"getitem", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
+                          "atleast_1d", "atleast_2d", "atleast_3d", "flip", "rot90", "as_strided",
+                          *READONLY_VIEWS})
+LAYOUT_VIEWS = frozenset({"reshape", "ravel"})
+# Views of a C-contiguous array that are C-contiguous too (for symbolic sizes).
+C_PRESERVING = frozenset({"reshape", "ravel", "expand_dims", "squeeze", "atleast_1d", "atleast_2d",
+                          "atleast_3d"})
+
+Layout = Any  # tuple of byte strides | "C" | None
+
+
+@dataclass(frozen=True, eq=False)
+class ViewStep:
+    """One view op of a chain: its name and its canonical arguments after the array."""
+
+    op: str
+    args: tuple
+
+    def apply(self, graph: ir.Graph, base: ir.Node) -> ir.Node:
+        return graph.call(self.op, base, *self.args)
+
+    def scatter(self, graph: ir.Graph, base: ir.Node, value: ir.Node) -> ir.Node:
+        """The base's new value when its view by this step takes ``value``."""
+        call, a = graph.call, self.args
+        if self.op == "getitem":
+            return call("setitem", base, a[0], value)
+        if self.op == "as_strided":
+            return call("as_strided_scatter", base, value, *a)
+        if self.op == "transpose":
+            return call("transpose", value, tuple(int(i) for i in np.argsort(a[0])))
+        if self.op == "swapaxes":
+            return call("swapaxes", value, *a)
+        if self.op == "moveaxis":
+            return call("moveaxis", value, a[1], a[0])
+        if self.op == "flip":
+            return call("flip", value, *a)
+        if self.op == "rot90":
+            return call("rot90", value, -a[0], a[1])
+        if self.op in C_PRESERVING:  # a reshape in all but name
+            return call("reshape", value, base.meta.shape)
+        raise AssertionError(f"no scatter for the view op {self.op}")
+
+    def python(self, impl_name: str, base: str, const) -> str:
+        """This step as Python source over ``base`` (for code that runs after the graph)."""
+        return f"{impl_name}({', '.join([base] + [const(v) for v in self.args])})"
+
+
+class Storage:
+    """The memory of one array as eager NumPy would have it, and its current value.
+
+    ``forward`` is set when an argument's storage was merged into the common
+    base of its alias group: its own node is then no longer used, and its
+    variables resolve through ``(root, chain)``."""
+
+    def __init__(self, owner: "Functionalizer", node: ir.Node, source: Source | None = None,
+                 value: Any = None, layout: Layout = None):
+        self.owner = owner
+        self.node = node
+        self.version = 0
+        self.source = source  # where the caller's array lives; None for one the trace made
+        self.value = value    # the caller's array (its memory decides aliasing)
+        self.layout = layout
+        self.written = False
+        self.forward: tuple[Storage, tuple[ViewStep, ...]] | None = None
+        self.group = AliasGroup([self])
+        self.entangled = False  # a reshape of it may or may not be a view (see module docstring)
+
+    def resolve(self) -> tuple["Storage", tuple[ViewStep, ...]]:
+        return self.forward if self.forward is not None else (self, ())
+
+
+@dataclass(eq=False)
+class AliasGroup:
+    """Arguments whose memory may overlap; ``root`` once a write merged them."""
+
+    members: list[Storage]
+    root: Storage | None = None
+
+
+def _static(shape: tuple) -> bool:
+    return not is_symbolic(shape)
+
+
+def c_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(strides))
+
+
+def _ghost(shape: tuple, strides: tuple, dtype: np.dtype) -> np.ndarray:
+    """An array with this shape and these strides over one element: never read, only
+    viewed, so NumPy computes a view's strides (and flags) for us."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(int(n) for n in shape), strides)
+
+
+def is_c_contiguous(layout: Layout, shape: tuple, dtype: np.dtype) -> bool:
+    if layout == "C":
+        return True
+    if layout is None or not _static(shape):
+        return False
+    return _ghost(shape, layout, dtype).flags.c_contiguous
+
+
+def array_address(value: Any) -> int:
+    """The address of an array's first element (NumPy or CuPy)."""
+    if isinstance(value, np.ndarray):
+        return value.__array_interface__["data"][0]
+    return int(value.data.ptr)
+
+
+def _extent(value: Any) -> tuple[int, int]:
+    start = array_address(value)
+    low = start + sum(min(0, (n - 1) * s) for n, s in zip(value.shape, value.strides))
+    high = start + sum(max(0, (n - 1) * s) for n, s in zip(value.shape, value.strides)) + value.itemsize
+    return low, high
+
+
+def may_share_memory(a: Any, b: Any) -> bool:
+    """NumPy's ``np.may_share_memory`` (bounds overlap) for NumPy and CuPy arrays alike."""
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return bool(np.may_share_memory(a, b))
+    a, b = getattr(a, "data", a) if _is_tensor(a) else a, getattr(b, "data", b) if _is_tensor(b) else b
+    if a.size == 0 or b.size == 0 or type(a).__module__.split(".")[0] != type(b).__module__.split(".")[0]:
+        return False
+    (lo_a, hi_a), (lo_b, hi_b) = _extent(a), _extent(b)
+    return lo_a < hi_b and lo_b < hi_a
+
+
+def element_offset(view: Any, base: Any) -> int:
+    """Where ``view``'s first element sits in ``base``, counted in elements."""
+    return (array_address(view) - array_address(base)) // view.itemsize
+
+
+def writeable(value: Any) -> bool:
+    """NumPy's ``flags.writeable`` (CuPy arrays have no such flag: always writable)."""
+    return getattr(value.flags, "writeable", True)
+
+
+def c_order(value: Any) -> Any:
+    """``value`` itself when C-contiguous, else a C-contiguous copy."""
+    return value if value.flags.c_contiguous else value.copy(order="C")
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value).__name__ == "Tensor" and type(value).__module__.endswith("aot.tensor")
+
+
+class Functionalizer:
+    """The storages of one capture: inputs, op results, writes, write-backs."""
+
+    def __init__(self, output: "OutputGraph"):
+        self.output = output
+        self.inputs: list[Storage] = []  # storages of arrays read from the frame, in order
+        self.impls: dict[str, str] = {}  # view op -> the name its reference implementation has in code
+
+    # -- variables ------------------------------------------------------------------------
+
+    def input(self, value: Any, source: Source, node: ir.Node, scalar: bool = False) -> "ArrayVariable":
+        """The variable of an array read from the frame (its own storage, grouped with
+        every earlier input whose memory it may share)."""
+        from .variables import ArrayVariable
+
+        if _is_tensor(value) or scalar:
+            # mc.Tensor has no in-place operators (x += 1 rebinds, as on NumPy scalars).
+            return ArrayVariable(node, source, scalar=scalar)
+        shape = node.meta.shape
+        layout = tuple(value.strides) if _static(shape) else "C"
+        storage = Storage(self, node, source, value, layout)
+        for other in self.inputs:
+            if other.value is not None and may_share_memory(value, other.value):
+                self._join(storage, other)
+        self.inputs.append(storage)
+        var = ArrayVariable(node, source, storage=storage, layout=layout,
+                            readonly=not writeable(value))
+        if storage.forward is not None or storage.node is not node:
+            self.refresh(var)  # joined a group already written to: read its current values
+        return var
+
+    def result(self, node: ir.Node, args: dict[str, Any], scalar: bool, may_view: bool = True
+               ) -> "ArrayVariable":
+        """The variable of an op's result: a view of its first argument's storage
+        when NumPy would return a view, else a storage of its own."""
+        from .variables import ArrayVariable
+
+        op = node.op.name
+        parent = next(iter(args.values()), None)
+        arrays = _array_leaves(args)
+        if any(a.storage is None and not a.scalar for a in arrays):
+            return ArrayVariable(node, scalar=scalar)  # an op on an mc.Tensor makes an mc.Tensor
+        if scalar or not arrays:
+            layout = None if scalar or not _static(node.meta.shape) else \
+                c_strides(node.meta.shape, node.meta.dtype.itemsize)
+            return self._fresh(node, scalar, layout)
+        if may_view and isinstance(parent, ArrayVariable) and parent.storage is not None \
+                and (op in ALWAYS_VIEWS or op in LAYOUT_VIEWS) and _is_view_call(node):
+            kind, layout = _view_layout(node, parent)
+            if kind == "view":
+                step = ViewStep(op, tuple(node.args[1:]))
+                return ArrayVariable(node, storage=parent.storage, view=parent.view + (step,),
+                                     layout=layout, readonly=parent.readonly or op in READONLY_VIEWS)
+            if kind == "maybe":
+                var = self._fresh(node, False, None)
+                var.storage.entangled = parent.storage.resolve()[0].entangled = True
+                parent.storage.entangled = True
+                return var
+        known_c = all(a.storage is not None and is_c_contiguous(a.layout, a.node.meta.shape, a.node.meta.dtype)
+                      for a in arrays)
+        layout = None
+        if known_c:
+            layout = c_strides(node.meta.shape, node.meta.dtype.itemsize) if _static(node.meta.shape) else "C"
+        return self._fresh(node, False, layout)
+
+    def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
+        from .variables import ArrayVariable
+
+        if scalar:  # a NumPy scalar: a copy, immutable
+            return ArrayVariable(node, scalar=True)
+        return ArrayVariable(node, storage=Storage(self, node, layout=layout), layout=layout)
+
+    def refresh(self, var: "ArrayVariable") -> None:
+        """Replay ``var``'s chain on its base's current value (view replay)."""
+        root, prefix = var.storage.resolve()
+        node = root.node
+        for step in prefix + var.view:
+            node = step.apply(self.output.graph, node)
+            node.user_stack = self.output.user_stack()
+        var.set_node(node, root)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def mutate(self, var: "ArrayVariable", new: ir.Node, what: str) -> None:
+        """``var`` now holds ``new`` (same shape and dtype): scatter it into the base."""
+        if var.readonly:
+            raise Unsupported(f"ValueError: {what}: assignment destination is read-only", numpy_error=True)
+        storage = var.storage
+        if storage.resolve()[0].entangled or storage.entangled:
+            raise Unsupported(f"{what} writes to an array that a reshape of unknown memory layout may "
+                              "or may not share (NumPy decides by the layout an earlier op chose)",
+                              resumable=False)
+        if len(storage.group.members) > 1 and storage.group.root is None:
+            self._merge(storage.group)
+        root, prefix = storage.resolve()
+        chain = prefix + var.view
+        graph = self.output.graph
+        values = [root.node]
+        for step in chain[:-1]:
+            values.append(step.apply(graph, values[-1]))
+        for step, base in zip(reversed(chain), reversed(values)):
+            new = step.scatter(graph, base, new)
+            new.user_stack = self.output.user_stack()
+        root.node = new
+        root.version += 1
+        storage.written = True
+        if not chain:
+            var.set_node(new, root)
+
+    # -- aliases ------------------------------------------------------------------------------
+
+    def _join(self, storage: Storage, other: Storage) -> None:
+        """``storage`` (a new input) may share memory with ``other``: one group.
+        A group already written to must show the new input its writes: it
+        joins the common base at once."""
+        group, mine = other.group, storage.group
+        if mine is group:
+            return
+        if mine.root is not None and group.root is not None:
+            raise Unsupported(f"{storage.source} joins two groups of arguments that share memory")
+        if mine.root is not None:
+            group, mine = mine, group
+        for s in mine.members:
+            group.members.append(s)
+            s.group = group
+            if group.root is not None:
+                self._forward(s, group.root)
+        if group.root is None and any(s.written for s in group.members):
+            self._merge(group)
+
+    def _merge(self, group: AliasGroup) -> None:
+        """Rewrite a group of overlapping inputs as views of their common base array."""
+        values = [s.value for s in group.members]
+        base = values[0] if values[0].base is None else values[0].base
+        root = next((s for s in group.members if s.value is base), None)
+        if root is None:
+            first = group.members[0]
+            self._check_base(first, base)
+            source = Source(f"{first.source.expr}.base")
+            root = Storage(self, self.output.base_input(base, source), source, base, tuple(base.strides))
+            root.group = group
+        group.root = root
+        for s in group.members:
+            if s is not root:
+                self._forward(s, root)
+        root.version += 1
+
+    def _check_base(self, s: Storage, base: Any) -> None:
+        if not _static(s.node.meta.shape):
+            raise Unsupported("arguments that share memory, written in place, with symbolic sizes")
+        if (s.value if s.value.base is None else s.value.base) is not base:
+            raise Unsupported(f"{s.source} shares memory with another argument but not their base array")
+        if type(base) is not type(s.value) or not base.flags.c_contiguous or s.value.dtype != base.dtype:
+            raise Unsupported(f"{s.source} shares memory with another argument through a base that is "
+                              "not one C-contiguous array of its dtype")
+        if any(st % base.itemsize for st in s.value.strides):
+            raise Unsupported(f"{s.source} has strides that are not whole elements of its base")
+
+    def _forward(self, s: Storage, root: Storage) -> None:
+        """Make the input ``s`` an ``as_strided`` view of ``root`` (its group's base)."""
+        base = root.value
+        self._check_base(s, base)
+        strides = tuple(st // base.itemsize for st in s.value.strides)
+        offset = element_offset(s.value, base)
+        step = ViewStep("as_strided", (tuple(s.node.meta.shape), strides, offset))
+        if s.written:  # its writes so far move into the base
+            root.node = step.scatter(self.output.graph, root.node, s.node)
+        s.forward = (root, (step,))
+        expr, base_expr = s.source.expr, root.source.expr
+        guards = self.output.guards
+        if base_expr != f"{expr}.base":  # the base is read through this argument itself
+            guards.add(s.source, f"{expr}.base is {base_expr}", f"id({expr}.base)", None)
+        guards.add(s.source, f"___offset({expr}, {base_expr}) == {offset}",
+                   f"___offset({expr}, {base_expr})", None)
+        root.version += 1
+
+    # -- after the trace ----------------------------------------------------------------------
+
+    def write_backs(self) -> list[tuple[str, ir.Node]]:
+        """``(target expression, node of its final value)`` for each argument written."""
+        out = []
+        for s in self.inputs:
+            if not s.written or s.source is None:
+                continue
+            root, prefix = s.resolve()
+            node = root.node
+            for step in prefix:
+                node = step.apply(self.output.graph, node)
+            out.append((s.source.expr, node))
+        return out
+
+    def write_backs_pending(self) -> bool:
+        return any(s.written for s in self.inputs)
+
+    def install_guards(self) -> None:
+        """What the writes assumed about the arguments, as guards: each written one
+        is writable, and shares no memory with any argument outside its group."""
+        guards = self.output.guards
+        written = [s for s in self.inputs if s.written]
+        for s in written:
+            guards.add(s.source, f"___writeable({s.source.expr})", f"___writeable({s.source.expr})", None)
+            for other in self.inputs:
+                if other is s or other.group is s.group:
+                    continue
+                a, b = s.source.expr, other.source.expr
+                guards.add(other.source, f"not ___may_share({a}, {b})", f"___may_share({a}, {b})", None)
+
+    def aliases(self, var: Any) -> bool:
+        """Does this (returned) variable hold an argument or a view, whose identity or
+        shared memory a graph output would lose?"""
+        from .variables import ArrayVariable, DictVariable, ListVariable, TupleVariable
+
+        if isinstance(var, ArrayVariable):
+            return var.storage is not None and (bool(var.view) or var.storage.source is not None)
+        if var.source is not None:
+            return False  # the caller's own object, returned as itself
+        if isinstance(var, (TupleVariable, ListVariable)):
+            return any(self.aliases(v) for v in var.items)
+        if isinstance(var, DictVariable):
+            return any(self.aliases(v) for v in var.items.values())
+        return False
+
+
+def _array_leaves(args: Any) -> list:
+    from .variables import ArrayVariable, ListVariable, TupleVariable
+
+    out = []
+    values = args.values() if isinstance(args, dict) else args
+    for v in values:
+        if isinstance(v, ArrayVariable):
+            out.append(v)
+        elif isinstance(v, (TupleVariable, ListVariable)):
+            out.extend(_array_leaves(v.items))
+        elif isinstance(v, (tuple, list)):
+            out.extend(_array_leaves(v))
+    return out
+
+
+def _is_view_call(node: ir.Node) -> bool:
+    """A getitem is a view for a basic key (ints, slices, None, ...) unless it picks
+    one element (a NumPy scalar); other view ops always are, or depend on layout."""
+    if node.op.name != "getitem":
+        return True
+    key = node.args[1]
+    basic = all(e is None or e is Ellipsis or isinstance(e, slice)
+                or (isinstance(e, int) and not isinstance(e, bool)) for e in key)
+    return basic and not (node.meta.ndim == 0 and ix.gives_scalar(key, node.args[0].meta.shape))
+
+
+def _view_layout(node: ir.Node, parent: "ArrayVariable") -> tuple[str, Layout]:
+    """("view" | "copy" | "maybe", the result's layout) for a view op applied to ``parent``."""
+    op, shape, dtype = node.op.name, node.args[0].meta.shape, node.meta.dtype
+    layout = parent.layout
+    if op in LAYOUT_VIEWS and op == "ravel" and node.arg("order") == "F" and len(shape) > 1 \
+            and not _static(shape):
+        return "maybe", None
+    if not (_static(shape) and _static(node.meta.shape)):
+        if op in C_PRESERVING:
+            if layout == "C":
+                return "view", "C"
+            return ("maybe", None) if op in LAYOUT_VIEWS else ("view", None)
+        return "view", None
+    if layout == "C":
+        layout = c_strides(shape, dtype.itemsize)
+    if layout is None:
+        return ("maybe", None) if op in LAYOUT_VIEWS else ("view", None)
+    ghost = _ghost(shape, layout, dtype)
+    if op in LAYOUT_VIEWS:
+        order = "C" if op == "reshape" else node.arg("order")
+        if order in ("K", "A"):
+            if ghost.flags.c_contiguous:
+                order = "C"
+            elif ghost.flags.f_contiguous:
+                order = "F"
+            else:
+                return "maybe", None
+        try:
+            view = np.reshape(ghost, node.meta.shape, order=order, copy=False)
+        except ValueError:  # NumPy would copy
+            return "copy", None
+        return "view", tuple(view.strides)
+    view = node.op.impl(ghost, *node.args[1:])
+    return "view", tuple(view.strides)
