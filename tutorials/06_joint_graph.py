@@ -270,9 +270,10 @@ np.testing.assert_allclose(doubled[joint.grad_index[1]], 2 * w_t.grad, rtol=1e-1
 # **functionalization**: in-place updates (`x.add_(1)`) and views that alias
 # them are rewritten into pure, out-of-place ops, because a partitioner that
 # moves or recomputes a value must be sure nothing overwrote it in between.
-# minicompile's IR has no in-place ops at all — every node makes a new value —
-# and the joint graph is built from those same ops, so there is nothing to
-# functionalize.  On the eager side, `mc.Tensor` defines no `__iadd__`, so
+# minicompile's IR has no in-place ops at all — every node makes a new value:
+# capture has already functionalized the NumPy program's writes into arrays
+# and their views (tutorial 15), and the joint graph is built from those
+# same ops.  On the eager side, `mc.Tensor` defines no `__iadd__`, so
 # `h += 1` rebinds `h` to a new tensor and the tape records an out-of-place
 # `add`; the value the tape saved earlier is never overwritten.
 
@@ -295,7 +296,7 @@ np.testing.assert_allclose(t.grad, 2.0 * np.ones(3))
 # | `aot/derivatives.py`, `DERIVATIVES["tanh"]` | `tools/autograd/derivatives.yaml`, `tanh_backward` |
 # | `EagerEmitter` / `GraphEmitter` | running a backward formula eagerly / tracing it under `make_fx` |
 # | `build_joint_graph` → `JointGraph` | AOTAutograd's joint graph (`primals_*`, `tangents_*`) |
-# | no in-place ops in `ir.Graph` | functionalization |
+# | no in-place ops in `ir.Graph` (capture functionalizes, tutorial 15) | functionalization |
 #
 # Next (07): the joint graph is one graph, but training runs it in two
 # halves separated in time — and what the forward hands to the backward costs

@@ -1,0 +1,190 @@
+# %% [markdown]
+# # 15 — Functionalization: in-place updates and views in a functional graph
+#
+# NumPy code writes into arrays all the time: `x += 1`, `out[:, 0] = 0`,
+# `np.add(a, b, out=c)`, `w -= lr * g`.  And NumPy arrays share memory: `v =
+# x[1:]` is a *view*, so a write through `v` changes `x`, a write to `x`
+# changes what `v` reads, and a write to an argument is seen by the caller.
+# The captured graph cannot say any of that: every node of an `ir.Graph` makes
+# a new value.
+#
+# torch.compile has the same gap between PyTorch programs and its FX graphs,
+# and closes it with **functionalization** (`FunctionalTensor`, run while
+# AOTAutograd traces): each in-place op becomes its out-of-place twin, a
+# write through a view becomes a "view scatter" into the base
+# (`slice_scatter`, `as_strided_scatter`), every other view of that base is
+# regenerated from the new base when it is next used ("view replay"), and at
+# the end the graph's new values of mutated inputs are copied back into them
+# (`copy_`).  minicompile does the same, in `dynamo/functionalization.py`,
+# while the bytecode interpreter traces.
+
+# %%
+import numpy as np
+
+import minicompile as mc
+
+
+def shift_and_scale(x, out):
+    out[:] = x          # write the whole of out
+    v = out[1:]         # a view of out: rows 1 and 2
+    out[0] = -1.0       # a write to out (row 0, which v does not see)
+    v *= 2.0            # a write through the view: rows 1 and 2 of out double
+    return v.sum()      # read the view after the writes
+
+
+x = np.arange(12.0).reshape(3, 4)
+expected_out = np.zeros((3, 4))
+expected = shift_and_scale(x, expected_out)
+
+# %% [markdown]
+# ## One graph, no break
+#
+# Every write above is captured: there is no graph break, and the compiled
+# function leaves `out` exactly as NumPy leaves it.
+
+# %%
+explained = mc.explain(shift_and_scale)(x, np.zeros((3, 4)))
+print(explained)
+assert explained.graph_count == 1 and explained.graph_break_count == 0
+
+out = np.zeros((3, 4))
+compiled = mc.compile(shift_and_scale, backend="eager")
+result = compiled(x, out)
+print("result", result, "| out after the call:\n", out)
+assert result == expected and np.array_equal(out, expected_out)
+
+# %% [markdown]
+# ## Storages, views and scatters
+#
+# During the trace every array lives in a *storage*: the memory eager NumPy
+# would have.  `out` is an argument's storage; `v = out[1:]` is a view of it,
+# remembered as the chain `(getitem (slice(1, 3, 1),),)` from the base.  A
+# write computes the new value of what it wrote and *scatters* it into the
+# base: a write to `v` (a `getitem` of the base) becomes `setitem` of the
+# base.  Reading `v` afterwards replays its chain on the base's newest value.
+#
+# The graph shows exactly that: `setitem` after `setitem`, and the final read
+# of `v` is a fresh `getitem` of the last one — never the stale value.
+
+# %%
+graph = compiled.cache[0].capture.graph
+print(graph)
+ops = [n.op.name for n in graph.calls]
+assert ops.count("setitem") == 3 and ops[-2:] == ["getitem", "sum"]
+
+# %% [markdown]
+# ## The write-back
+#
+# The graph returns the final value of `out`, and the code that runs after it
+# (the *epilogue*, TorchDynamo's and AOTAutograd's "mutated inputs" handling)
+# copies it into the caller's array, once.  `x` was only read, so nothing is
+# written to it.
+
+# %%
+epilogue = compiled.cache[0].capture.break_plan.source
+print(epilogue)
+assert epilogue.count("L['out'][...] = ") == 1 and "L['x'][...]" not in epilogue
+
+# %% [markdown]
+# ## Every view op has its scatter
+#
+# A write through a transpose scatters back with the inverse transpose, a
+# write through a reshape with the reshape back, through a flip with the same
+# flip.  NumPy decides whether `reshape` is a view by the memory layout, so the
+# trace keeps each array's layout (its strides) and asks NumPy, on an array
+# with those strides over a single element that is never read.
+
+# %%
+def through_views(x):
+    x.T[0, 1] = 100.0             # transpose: x[1, 0]
+    x.reshape(-1)[-1] = -5.0      # a reshape of a C-contiguous array is a view
+    np.flip(x, 1)[0, 0] = 7.0     # flip: x[0, -1]
+    x.T.reshape(-1)[0] = 999.0    # this reshape copies: x is unchanged by it
+    return x
+
+
+mine, eagers = np.zeros((2, 3)), np.zeros((2, 3))
+compiled_views = mc.compile(through_views, backend="cpp")
+compiled_views(mine)
+through_views(eagers)
+print(mine)
+assert np.array_equal(mine, eagers)
+names = [n.op.name for n in compiled_views.cache[0].capture.graph.calls]
+print(names)
+assert {"transpose", "reshape", "flip", "setitem"} <= set(names)
+
+# %% [markdown]
+# ## Arguments that share memory
+#
+# `f(a, a)` passes one array twice: the trace sees one variable (and guards
+# `L['y'] is L['x']`).  Two *different* arrays over one memory, such as
+# `f(b[:4], b[1:])`, start as two graph inputs — right while they are only
+# read.  The first write to one of them rewrites both as `as_strided` views
+# of their common base, read from the frame as `L['x'].base`, and the guards
+# say so: the next call must pass views of one base at the same offsets.
+
+# %%
+def add_then_read(x, y):
+    x += 1.0
+    return y * 2.0
+
+
+b_eager, b_mine = np.arange(6.0), np.arange(6.0)
+compiled_alias = mc.compile(add_then_read, backend="eager")
+r = compiled_alias(b_mine[:4], b_mine[1:5])
+assert np.array_equal(r, add_then_read(b_eager[:4], b_eager[1:5])) and np.array_equal(b_mine, b_eager)
+capture = compiled_alias.cache[0].capture
+print(capture.graph)
+print("\n".join(g for g in str(capture.guards).splitlines() if "base" in g))
+assert "as_strided" in [n.op.name for n in capture.graph.calls]
+assert "L['y'].base is L['x'].base" in str(capture.guards)
+
+# %% [markdown]
+# Passing arrays that do not overlap fails the aliasing guards and compiles a
+# second entry, in which the two arguments are independent again.
+
+# %%
+c_eager, d_eager, c_mine, d_mine = (np.arange(4.0) for _ in range(4))
+assert np.array_equal(compiled_alias(c_mine, d_mine), add_then_read(c_eager, d_eager))
+assert len(compiled_alias.cache) == 2 and np.array_equal(c_mine, c_eager)
+
+# %% [markdown]
+# ## What stays NumPy's
+#
+# Writes NumPy refuses are refused the same way: through `np.broadcast_to`
+# (a read-only view), into a read-only argument, or a cast `same_kind`
+# forbids (`int_array += 1.5`) raise NumPy's own error at the user's line,
+# with the arguments left as NumPy leaves them — the function runs as
+# Python.  A view returned by the function is a real view of the caller's
+# array, as in NumPy.
+
+# %%
+def bad_cast(x):
+    x[0] = 9
+    x += 1.5
+    return x
+
+
+ints = np.arange(3)
+try:
+    mc.compile(bad_cast, backend="eager")(ints)
+except Exception as e:  # NumPy's UFuncTypeError
+    print(type(e).__name__, e)
+    assert "same_kind" in str(e)
+assert ints.tolist() == [9, 1, 2]  # the first write happened, as in NumPy
+
+ys = np.arange(4.0)
+tail = mc.compile(lambda y: y[1:], backend="cpp")(ys)
+assert np.shares_memory(tail, ys)
+
+# %% [markdown]
+# ## The map
+#
+# | minicompile | torch.compile |
+# | --- | --- |
+# | `Storage`, a variable's `view` chain | `FunctionalTensorWrapper`, its `ViewMeta` chain |
+# | `ViewStep.scatter` (`setitem`, inverse transpose, reshape back) | `slice_scatter`, `select_scatter`, `as_strided_scatter` |
+# | re-reading a view after a write (`ArrayVariable.node`) | view replay (`sync()` / `regenerate_from_base`) |
+# | `write_backs`: `L['x'][...] = new` after the graph | `copy_` of mutated inputs in AOTAutograd's epilogue |
+# | alias groups, `as_strided` of `L['x'].base` | synthetic bases for aliased inputs |
+# | guards `L['y'].base is L['x'].base`, `not ___may_share(...)` | Dynamo's aliasing guards |
