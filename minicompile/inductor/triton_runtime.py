@@ -143,6 +143,11 @@ def load(source: str, interpret: bool) -> ModuleType:
         return module
 
 
+# Triton's interpreter swaps module-level state of triton.language in and out around
+# each kernel it runs, so kernels from two threads at once break each other.
+INTERPRETER_LOCK = threading.Lock()
+
+
 def grid_size(kernel: TritonKernel, cfg: dict[str, int], sizes: tuple[int, ...] = ()) -> int:
     """Programs to launch; a symbolic grid is evaluated at ``sizes`` (``kernel.sizes`` order)."""
     grid = kernel.grid
@@ -213,7 +218,8 @@ class Launcher:
         grid = grid_size(self.kernel, cfg, sizes)
         if not self.on_gpu:
             # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
-            with np.errstate(all="ignore"):
+            # It also patches triton.language while a kernel runs: one kernel at a time.
+            with INTERPRETER_LOCK, np.errstate(all="ignore"):
                 self.fn[(grid,)](*[HostPointer(a) for a in arrays], *sizes, **cfg)
             return
         if triton_versions.launch_hooks_active():  # a profiler listens: Triton's own path

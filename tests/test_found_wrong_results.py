@@ -1,0 +1,133 @@
+"""Silent wrong results found by using minicompile as a new user would, each pinned on every backend.
+
+Each of these once gave an answer that differed from eager NumPy without any
+error: a lost write through a view, a stale read of an argument passed twice,
+appends lost under threads, a generator or coroutine that stopped being one,
+a zero gradient for ``np.mod``, and an internal error for ``np.argmax`` of a
+0-d array.  Each runs here on eager, aot_eager, cpp and triton (Triton's
+interpreter for NumPy arrays), comparing the result and every argument.
+The classes they belong to are covered more widely by the generators in
+tests/dynamo/test_mutation_programs.py and the corpora beside it.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import minicompile as mc
+
+try:
+    import triton  # noqa: F401
+    HAVE_TRITON = True
+except ImportError:
+    HAVE_TRITON = False
+
+BACKENDS = ["eager", "aot_eager", "cpp", pytest.param("triton", marks=pytest.mark.skipif(
+    not HAVE_TRITON, reason="triton is not installed"))]
+pytestmark = pytest.mark.parametrize("backend", BACKENDS)
+
+
+def write_then_write_through_a_view(a, out):
+    out[:] = a
+    out[1] = -1.0
+    return out.sum()
+
+
+def matmul_then_column_write(a, b, out):
+    out[...] = a @ b
+    out[:, 0] = 0.0
+
+
+def test_a_write_through_a_view_after_a_write_is_kept(backend):
+    out = np.zeros((3, 4))
+    assert mc.compile(write_then_write_through_a_view, backend=backend)(np.ones((3, 4)), out) == 4.0
+    assert out[1].tolist() == [-1.0] * 4 and out[0].tolist() == [1.0] * 4
+    out = np.zeros((3, 4))
+    mc.compile(matmul_then_column_write, backend=backend)(np.ones((3, 2)), np.ones((2, 4)), out)
+    assert (out[:, 0] == 0).all() and (out[:, 1:] == 2).all()
+
+
+def add_then_multiply(x, y):
+    x += 1
+    return x * y
+
+
+def set_then_add(x, y):
+    x[0] = 100
+    return x + y
+
+
+def add_out_then_add(x, y):
+    np.add(x, 1, out=x)
+    return x + y
+
+
+@pytest.mark.parametrize("fn, expected", [(add_then_multiply, [9.0] * 3), (set_then_add, [200.0, 4.0, 4.0]),
+                                          (add_out_then_add, [6.0] * 3)])
+def test_an_argument_passed_twice_is_read_after_its_update(backend, fn, expected):
+    compiled = mc.compile(fn, backend=backend)
+    for _ in range(2):
+        a = np.full(3, 2.0)
+        assert compiled(a, a).tolist() == expected
+
+
+def test_side_effects_under_threads_are_all_kept(backend):
+    log: list = []
+
+    def record(x, t):
+        log.append(t)
+        return x * 2
+
+    compiled = mc.compile(record, backend=backend)
+    compiled(np.ones(5), -1)  # compile once, before the threads
+    log.clear()
+
+    def work(t: int) -> None:
+        for _ in range(200):
+            compiled(np.ones(5), t)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(log) == 800 and all(log.count(t) == 200 for t in range(4))
+
+
+def generate(x):
+    for i in range(3):
+        yield x * i
+
+
+async def scale(x):
+    return x * 2
+
+
+def test_generator_and_coroutine_functions_keep_their_kind(backend):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = mc.compile(generate, backend=backend)(np.ones(2))
+        assert inspect.isgenerator(g) and [v.tolist() for v in g] == [[0, 0], [1, 1], [2, 2]]
+        c = mc.compile(scale, backend=backend)(np.ones(2))
+        assert inspect.iscoroutine(c) and asyncio.run(c).tolist() == [2.0, 2.0]
+
+
+def test_mod_has_its_gradient(backend):
+    def loss(x, y):
+        return np.sum(np.mod(x, y) + x + y)
+
+    x = mc.Tensor(np.array([0.5, 3.0, -2.5]), requires_grad=True)
+    y = mc.Tensor(np.array([2.0, 1.25, 2.0]), requires_grad=True)
+    mc.compile(loss, backend=backend)(x, y).backward()
+    np.testing.assert_allclose(x.grad, [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(y.grad, 1.0 - np.floor(x.data / y.data))  # d/dy = -floor(x / y)
+
+
+def test_argmax_of_a_0d_array_is_0(backend):
+    result = mc.compile(lambda x: np.argmax(x, axis=-1), backend=backend)(np.array(1.5, np.float32))
+    assert type(result) is np.int64 and result == 0
