@@ -12,7 +12,7 @@ CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
 # $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
 mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
 
-.PHONY: demo test bench bench-gpu tutorials clean $(CAPTURES)
+.PHONY: demo test fuzz bench bench-gpu tutorials clean $(CAPTURES)
 
 # Main venv (file target).
 $(PYTHON):
@@ -45,6 +45,29 @@ $(CAPTURES): capture-%:
 	[ -x $$venv/bin/python ] || { $(call mkvenv,$$py,$$venv); }; \
 	$$venv/bin/python -m pip install -q -e '.[dev]'; \
 	$$venv/bin/python -m pytest -m capture tests || [ $$? -eq 5 ]
+
+# Random mutation / aliasing / graph-break programs at large counts: FUZZ_EXAMPLES on
+# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton (about 2 hours on 2 cores:
+# the two halves run side by side).  A new seed each run, printed first; `make fuzz
+# SEED=n` replays one.  A failure prints its program, its arguments and the blob that
+# replays it (@reproduce_failure).
+FUZZ_EXAMPLES ?= 100000
+FUZZ_COMPILED_EXAMPLES ?= 40000
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+FUZZ_ENV = MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	MINICOMPILE_FUZZ_COMPILED_EXAMPLES=$(FUZZ_COMPILED_EXAMPLES)
+FUZZ_PYTEST = $(PYTHON) -m pytest -m fuzz -p no:cacheprovider --hypothesis-seed=$(SEED) \
+	tests/dynamo/test_mutation_programs.py
+fuzz: $(PYTHON)
+	$(PYTHON) -m pip install -q -e '.[dev,triton]'
+	@mkdir -p build
+	@echo "fuzz seed $(SEED) (make fuzz SEED=$(SEED) replays this run)"
+	@$(FUZZ_ENV) $(FUZZ_PYTEST) -k "eager" > build/fuzz-eager.log 2>&1 & eager=$$!; \
+	$(FUZZ_ENV) $(FUZZ_PYTEST) -k "cpp or triton"; compiled=$$?; \
+	wait $$eager; status=$$?; echo "--- eager and aot_eager:"; cat build/fuzz-eager.log; \
+	exit $$(( status || compiled ))
 
 # torch (CPU) is only for comparison; minicompile never imports it.  A local
 # wheel makes this quick; without one the suite compares against NumPy only.
