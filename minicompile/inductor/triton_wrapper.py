@@ -164,7 +164,8 @@ class _WrapperWriter:
 def _check_gpu_externs(s: scheduler.Schedule) -> None:
     cp = triton_runtime.cupy_module()
     for step in s.steps:
-        if isinstance(step, L.Extern) and not hasattr(cp, step.op_name):
+        if isinstance(step, L.Extern) and not hasattr(cp, step.op_name) \
+                and not ir.get_op(step.op_name).extra.get("array_api"):
             raise NotImplementedError(
                 f"backend='triton' on CuPy arrays: {step.name} = np.{step.op_name}(...) has no Triton "
                 f"kernel ({step.reason}) and CuPy has no {step.op_name}; pass NumPy arrays or use another backend")

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import indexing as ix
-from .registry import TensorMeta, normalize_axis, simple_op
+from .registry import TensorMeta, array_module, normalize_axis, simple_op
 
 
 def _getitem(a, key):
@@ -44,9 +44,18 @@ simple_op("getitem", _getitem, "index", canonicalize=_key_canon, meta=_getitem_m
 
 
 def _setitem(a, key, value):
-    out = np.array(a, copy=True)
-    out[key] = value
+    xp = array_module(a)
+    out = xp.array(a, copy=True)
+    out[_key_in(xp, key)] = value
     return out
+
+
+def _key_in(xp: Any, key: tuple) -> tuple:
+    """A canonical key for an array of module ``xp``: its constant index arrays
+    (nested tuples) as arrays of that module."""
+    if xp is np:
+        return key
+    return tuple(xp.asarray(k) if isinstance(k, tuple) else k for k in key)
 
 
 def _setitem_meta(a: TensorMeta, key: tuple, value: Any) -> TensorMeta:
@@ -60,7 +69,7 @@ def _setitem_meta(a: TensorMeta, key: tuple, value: Any) -> TensorMeta:
     return TensorMeta(a.shape, a.dtype)
 
 
-simple_op("setitem", _setitem, "index", canonicalize=_key_canon, meta=_setitem_meta)
+simple_op("setitem", _setitem, "index", canonicalize=_key_canon, meta=_setitem_meta, array_api=True)
 
 
 def _take(a, indices, axis=None, mode="raise"):
@@ -108,12 +117,14 @@ def _strided_positions(shape: tuple, strides: tuple, offset: int) -> np.ndarray:
 
 
 def _as_strided(a, shape, strides, offset):
-    return np.ascontiguousarray(a).reshape(-1)[_strided_positions(shape, strides, offset)]
+    xp = array_module(a)
+    return xp.ascontiguousarray(a).reshape(-1)[xp.asarray(_strided_positions(shape, strides, offset))]
 
 
 def _as_strided_scatter(a, src, shape, strides, offset):
-    out = np.array(a, copy=True, order="C")
-    out.reshape(-1)[_strided_positions(shape, strides, offset)] = src
+    xp = array_module(a)
+    out = xp.array(a, copy=True, order="C")
+    out.reshape(-1)[xp.asarray(_strided_positions(shape, strides, offset))] = src
     return out
 
 
@@ -141,5 +152,5 @@ def _as_strided_scatter_meta(a: TensorMeta, src: TensorMeta, shape: tuple, strid
     return TensorMeta(a.shape, a.dtype)
 
 
-simple_op("as_strided", _as_strided, "view", meta=_as_strided_meta)
-simple_op("as_strided_scatter", _as_strided_scatter, "index", meta=_as_strided_scatter_meta)
+simple_op("as_strided", _as_strided, "view", meta=_as_strided_meta, array_api=True)
+simple_op("as_strided_scatter", _as_strided_scatter, "index", meta=_as_strided_scatter_meta, array_api=True)

@@ -25,6 +25,7 @@ from .. import dtypes as dt
 from .registry import (
     OpDef,
     TensorMeta,
+    array_module,
     broadcast_shapes,
     register,
     simple_op,
@@ -172,12 +173,13 @@ simple_op("isclose", _isclose, "pointwise", scalar_result=True)
 
 def _copyto(dst, src, casting="same_kind", where=True):
     # Functional: the new value of ``dst``; the caller's array is not touched.
-    out = np.array(dst, copy=True)
-    np.copyto(out, src, casting=casting, where=where)
+    xp = array_module(dst)
+    out = xp.array(dst, copy=True)
+    xp.copyto(out, src, casting=casting, where=where)
     return out
 
 
-simple_op("copyto", with_signature(_copyto, np.copyto), "pointwise")
+simple_op("copyto", with_signature(_copyto, np.copyto), "pointwise", array_api=True)
 
 
 def _rows_at(ufunc: np.ufunc, out: np.ndarray, indices: Any, b: Any) -> bool:

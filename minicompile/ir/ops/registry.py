@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
@@ -296,10 +297,21 @@ def with_signature(fn: Callable[..., Any], like: Callable[..., Any], drop: tuple
 
 def simple_op(name: str, impl: Callable[..., Any], kind: str = "extern", *, scalar_result: bool = False,
               canonicalize: Callable | None = None, meta: Callable | None = None,
-              scalar_rule: Callable | None = None) -> OpDef:
-    """Register an op whose meta rule, unless given, is NumPy's answer on ghosts."""
+              scalar_rule: Callable | None = None, array_api: bool = False) -> OpDef:
+    """Register an op whose meta rule, unless given, is NumPy's answer on ghosts.
+    ``array_api``: the reference implementation works in the module of the array
+    it is given (:func:`array_module`), so it runs on CuPy arrays as on NumPy's."""
     return register(OpDef(name, kind, impl, meta or numpy_meta(impl), canonicalize=canonicalize,
-                          scalar_result=scalar_result, scalar_rule=scalar_rule))
+                          scalar_result=scalar_result, scalar_rule=scalar_rule,
+                          extra={"array_api": True} if array_api else {}))
+
+
+def array_module(a: Any) -> Any:
+    """NumPy for a NumPy array, else the module of the array's type (CuPy's for a
+    CuPy array, found among the loaded modules: nothing is imported here)."""
+    if isinstance(a, (np.ndarray, np.generic)):
+        return np
+    return sys.modules.get(type(a).__module__.split(".")[0], np)
 
 
 def node_free(value: Any, what: str) -> Any:
