@@ -47,7 +47,7 @@ $(CAPTURES): capture-%:
 	$$venv/bin/python -m pytest -m capture tests || [ $$? -eq 5 ]
 
 # Random mutation / aliasing / graph-break programs at large counts: FUZZ_EXAMPLES on
-# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton (about 2 hours on 2 cores:
+# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton (2-3 hours on 2 cores:
 # the two halves run side by side).  A new seed each run, printed first; `make fuzz
 # SEED=n` replays one.  A failure prints its program, its arguments and the blob that
 # replays it (@reproduce_failure).

@@ -609,6 +609,7 @@ def draw_return(draw, state: State) -> str | None:
 # ---------------------------------------------------------------------------
 
 TOLERANCE = {  # float dtype -> (rtol, atol relative to the largest magnitude), compiled kernels only
+    np.dtype(np.float16): (2e-3, 1e-3),  # a ufunc of bools computes in float16
     np.dtype(np.float32): (1e-5, 1e-6),
     np.dtype(np.float64): (1e-12, 1e-13),
 }

@@ -195,6 +195,10 @@ PINNED: dict[str, tuple] = {
     # Guards on a dict's keys spell each key as source: an object key is no Python literal.
     "dict_with_an_object_key": ("def f(x, seen):\n    seen['n'] = x * len(seen)\n",
                                 arguments_source("b0 = np.ones(2)", returns="(b0, {object(): 1}), [b0]")),
+    # The inductor's index arithmetic for a reversed view of a reshape view refuses to compile.
+    "copyto_from_a_reversed_reshape_view": (
+        "def f(a):\n    v0 = a.reshape(-1)\n    np.copyto(v0, v0[::-1], where=v0 > 0)\n",
+        arguments_source("b0 = np.array([[-3, 1, 0, 0], [0, -4, 2, -3]], dtype=np.int32)", returns="(b0,), [b0]")),
     # Triton: a ufunc of a Python constant written into an array.
     "ufunc_of_a_constant_into_out": ("def f(a):\n    v = a.astype(np.float32)\n    np.square(True, out=(v,))\n"
                                      "    return v\n",
