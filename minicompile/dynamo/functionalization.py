@@ -219,7 +219,6 @@ class Functionalizer:
     def __init__(self, output: "OutputGraph"):
         self.output = output
         self.inputs: list[Storage] = []  # storages of arrays read from the frame, in order
-        self.impls: dict[str, str] = {}  # view op -> the name its reference implementation has in code
 
     # -- variables ------------------------------------------------------------------------
 
@@ -268,8 +267,7 @@ class Functionalizer:
                                      layout=layout, readonly=parent.readonly or op in READONLY_VIEWS)
             if kind == "maybe":
                 var = self._fresh(node, False, None)
-                var.storage.entangled = parent.storage.resolve()[0].entangled = True
-                parent.storage.entangled = True
+                var.storage.entangled = parent.storage.entangled = True
                 return var
         known_c = all(a.storage is not None and is_c_contiguous(a.layout, a.node.meta.shape, a.node.meta.dtype)
                       for a in arrays)
@@ -301,7 +299,7 @@ class Functionalizer:
         if var.readonly:
             raise Unsupported(f"ValueError: {what}: assignment destination is read-only", numpy_error=True)
         storage = var.storage
-        if storage.resolve()[0].entangled or storage.entangled:
+        if storage.entangled:
             raise Unsupported(f"{what} writes to an array that a reshape of unknown memory layout may "
                               "or may not share (NumPy decides by the layout an earlier op chose)",
                               resumable=False)
@@ -313,14 +311,14 @@ class Functionalizer:
         values = [root.node]
         for step in chain[:-1]:
             values.append(step.apply(graph, values[-1]))
+        base_value = new
         for step, base in zip(reversed(chain), reversed(values)):
-            new = step.scatter(graph, base, new)
-            new.user_stack = self.output.user_stack()
-        root.node = new
+            base_value = step.scatter(graph, base, base_value)
+            base_value.user_stack = self.output.user_stack()
+        root.node = base_value
         root.version += 1
         storage.written = True
-        if not chain:
-            var.set_node(new, root)
+        var.set_node(new, root)  # what it was given: no replay needed to read it back
 
     # -- aliases ------------------------------------------------------------------------------
 
@@ -466,8 +464,7 @@ def _view_layout(node: ir.Node, parent: "ArrayVariable") -> tuple[str, Layout]:
     """("view" | "copy" | "maybe", the result's layout) for a view op applied to ``parent``."""
     op, shape, dtype = node.op.name, node.args[0].meta.shape, node.meta.dtype
     layout = parent.layout
-    if op in LAYOUT_VIEWS and op == "ravel" and node.arg("order") == "F" and len(shape) > 1 \
-            and not _static(shape):
+    if op == "ravel" and node.arg("order") == "F" and len(shape) > 1 and not _static(shape):
         return "maybe", None
     if not (_static(shape) and _static(node.meta.shape)):
         if op in C_PRESERVING:
