@@ -294,6 +294,19 @@ def _split(e: Expr, d: int | Sym) -> tuple[Expr, Expr]:
     return Expr(q, qc) + scaled, Expr(r, rc)
 
 
+def _split_nonnegative(e: Expr, d: int | Sym) -> tuple[Expr, Expr]:
+    """:func:`_split` with ``r >= 0`` for every value: a remainder that may be negative
+    (``11 - x0 = 4*2 + (3 - x0)`` for ``x0`` up to 11, a reversed view of a reshape)
+    lends ``k*d`` from the quotient, so ``r // d`` and ``r % d`` keep their meaning
+    in C, whose division truncates toward zero."""
+    q, r = _split(e, d)
+    low = r.bounds()[0] if isinstance(d, int) else 0
+    if low < 0:
+        k = -(low // d)
+        q, r = q - k, r + k * d
+    return q, r
+
+
 def _scaled_quotient(atom: Atom, d: int | Sym) -> "Expr | None":
     """``atom / d`` when ``atom`` is ``Scaled`` by a size that ``d`` divides exactly."""
     if not isinstance(atom, Scaled):
@@ -373,7 +386,7 @@ def floordiv(e: Expr | int, d: int) -> Expr:
         raise ValueError(f"floor division of a possibly negative index {e}")
     if _within(e, d):
         return Expr()
-    q, r = _split(e, d)
+    q, r = _split_nonnegative(e, d)
     if (r.is_const and isinstance(d, int)) or _within(r, d):
         return q
     if not q.is_const or q.const:
@@ -408,7 +421,7 @@ def mod(e: Expr | int, d: int) -> Expr:
         return Expr(None, e.const % d if e.const else 0)
     if e.bounds()[0] < 0:
         raise ValueError(f"modulo of a possibly negative index {e}")
-    _, r = _split(e, d)
+    _, r = _split_nonnegative(e, d)
     if _within(r, d):
         return r
     factor = _common_factor(r, d)

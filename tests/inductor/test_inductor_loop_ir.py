@@ -83,3 +83,23 @@ def evaluate(e: L.Expr, env: dict[str, int]) -> int:
         else:
             total += c * (evaluate(atom.base, env) % atom.divisor)
     return total
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.integers(-3, 3), st.integers(0, 30), st.integers(2, 7))
+def test_division_of_a_non_negative_index_with_negative_terms(n, coeff, const, d):
+    """``(const + coeff*x) // d`` and ``% d`` over ``0 <= x < n`` (a reversed view of a
+    reshape gives ``11 - x``): the simplified form evaluates as Python's, and never
+    leaves a possibly negative remainder for C's truncating ``/`` and ``%``."""
+    x = L.Expr({L.loop_vars("x", (n,))[0]: 1})
+    e = x * coeff + const
+    if e.bounds()[0] < 0:
+        return  # not an index
+    for fn, py in ((L.floordiv, lambda v: v // d), (L.mod, lambda v: v % d)):
+        out = fn(e, d)
+        for atom, _ in out.terms:
+            if isinstance(atom, (L.FloorDiv, L.Mod)):
+                assert atom.base.bounds()[0] >= 0, (fn.__name__, e, out)
+        for i in range(n):
+            assert evaluate(out, {"x0": i}) == py(coeff * i + const), (fn.__name__, e, out, i)
+

@@ -414,6 +414,11 @@ class ValueWriter(LineWriter):
     def op(self, v: L.Op) -> str:
         loop_dtype = v.args[-1].dtype
         operands = [self.compute(a) for a in v.args]
+        if all(isinstance(a, L.Constant) for a in v.args):
+            # Only constants (np.sin(2)): Triton would compute on Python numbers in
+            # float32 and int32; the loop's dtype is NumPy's (float64 here).
+            operands = [f"tl.full([], {text}, {triton_type(np.dtype(np.float32) if a.dtype == HALF else a.dtype)})"
+                        for text, a in zip(operands, v.args)]
         if v.name in ("maximum", "minimum") and loop_dtype.kind == "f" and isinstance(v.args[0], L.Constant):
             # The NaN test of a constant is decided here (Triton cannot compare two constexprs).
             if math.isnan(v.args[0].value):
