@@ -243,8 +243,7 @@ class Functionalizer:
             self.refresh(var)  # joined a group already written to: read its current values
         return var
 
-    def result(self, node: ir.Node, args: dict[str, Any], scalar: bool, may_view: bool = True
-               ) -> "ArrayVariable":
+    def result(self, node: ir.Node, args: dict[str, Any], scalar: bool) -> "ArrayVariable":
         """The variable of an op's result: a view of its first argument's storage
         when NumPy would return a view, else a storage of its own."""
         from .variables import ArrayVariable
@@ -258,7 +257,7 @@ class Functionalizer:
             layout = None if scalar or not _static(node.meta.shape) else \
                 c_strides(node.meta.shape, node.meta.dtype.itemsize)
             return self._fresh(node, scalar, layout)
-        if may_view and isinstance(parent, ArrayVariable) and parent.storage is not None \
+        if isinstance(parent, ArrayVariable) and parent.storage is not None \
                 and (op in ALWAYS_VIEWS or op in LAYOUT_VIEWS) and _is_view_call(node):
             kind, layout = _view_layout(node, parent)
             if kind == "view":
@@ -477,15 +476,20 @@ def _view_layout(node: ir.Node, parent: "ArrayVariable") -> tuple[str, Layout]:
     if layout is None:
         return ("maybe", None) if op in LAYOUT_VIEWS else ("view", None)
     ghost = _ghost(shape, layout, dtype)
+    if op == "ravel":
+        # NumPy's ravel views only an array contiguous in the order asked for (any
+        # other layout copies, even one a reshape could view); "K" also views some
+        # permuted layouts, which the trace does not model.
+        order, flags = node.arg("order"), ghost.flags
+        if order in ("C", "A", "K") and flags.c_contiguous:
+            order = "C"
+        elif order in ("F", "A", "K") and flags.f_contiguous:
+            order = "F"
+        else:
+            return ("maybe", None) if order == "K" else ("copy", None)
+    else:
+        order = "C"
     if op in LAYOUT_VIEWS:
-        order = "C" if op == "reshape" else node.arg("order")
-        if order in ("K", "A"):
-            if ghost.flags.c_contiguous:
-                order = "C"
-            elif ghost.flags.f_contiguous:
-                order = "F"
-            else:
-                return "maybe", None
         try:
             view = np.reshape(ghost, node.meta.shape, order=order, copy=False)
         except ValueError:  # NumPy would copy

@@ -288,10 +288,9 @@ class OutputGraph:
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
 
-    def call(self, op: str, args: dict[str, Any], may_view: bool = True) -> ArrayVariable:
+    def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks.  The result
-        is a view of its first argument where NumPy's would be (unless ``may_view``
-        is False: ``x.flatten()`` copies where ``x.ravel()`` views)."""
+        is a view of its first argument where NumPy's would be (functionalization.py)."""
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
         if self.symbols is not None:
             # A size used as a value (x * n, np.full(..., n)): specialized.
@@ -315,4 +314,4 @@ class OutputGraph:
             node.op.result_is_scalar(dict(zip(node.op.param_names, node.args)))
             or (op in SCALAR_PRESERVING and isinstance(first, ArrayVariable) and first.scalar)
         )
-        return self.functional.result(node, args, scalar, may_view)
+        return self.functional.result(node, args, scalar)

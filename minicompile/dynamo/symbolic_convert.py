@@ -1075,7 +1075,9 @@ class InstructionTranslator:
         if rule.stub in (np.asarray, np.asanyarray) and isinstance(a, ArrayVariable) and not a.scalar \
                 and op_kwargs.get("dtype") in (None, a.node.meta.dtype):
             return a  # np.asarray(x) is x itself: a write through either shows in both
-        return self.output.call(rule.op, op_kwargs, may_view=not rule.copies)
+        if rule.copies:  # x.flatten(): a view of a copy, never of x
+            op_kwargs = {**op_kwargs, "a": self.output.call("copy", {"a": a})}
+        return self.output.call(rule.op, op_kwargs)
 
     def call_split(self, fn: Any, args: list, kwargs: dict) -> VariableTracker:
         """np.split and friends: one getitem node per piece, in a list like NumPy's."""
