@@ -73,6 +73,33 @@ def test_every_threads_appends_land(backend):
     assert len(compiled.cache) <= THREADS  # one entry per value of t at most, no recompile storm
 
 
+def record_and_scale(x, seen, key, t):
+    seen[key] = t
+    return x * (t + 1)
+
+
+@pytest.mark.filterwarnings("ignore:.*recompile limit")
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_every_threads_dict_stores_land(backend):
+    """A store of a key no other call writes, from every thread: a key is passed as
+    an argument each call, so these calls also race through guard failures,
+    recompiles and the recompile limit's eager fallback."""
+    compiled = mc.compile(record_and_scale, backend=backend)
+    seen: dict = {}
+    x = np.arange(3.0)
+    wrong: list = []
+
+    def body(t: int) -> None:
+        for i in range(CALLS):
+            result = compiled(x, seen, f"{t}:{i}", t)
+            if not np.array_equal(result, x * (t + 1)):
+                wrong.append(result)
+
+    run_in_threads(body)
+    assert not wrong
+    assert seen == {f"{t}:{i}": t for t in range(THREADS) for i in range(CALLS)}
+
+
 def scale(x, n):
     return x * n
 
