@@ -204,9 +204,13 @@ def writeable(value: Any) -> bool:
     return getattr(value.flags, "writeable", True)
 
 
-def c_order(value: Any) -> Any:
-    """``value`` itself when C-contiguous, else a C-contiguous copy."""
-    return value if value.flags.c_contiguous else value.copy(order="C")
+def storage_array(value: Any, c_contiguous: bool) -> Any:
+    """A graph output as the array of its storage: a 0-d array where a backend handed
+    back a NumPy scalar (the storage can be written), C-contiguous where NumPy's
+    was (so a reshape of it is a view here too)."""
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value if not c_contiguous or value.flags.c_contiguous else value.copy(order="C")
 
 
 def _is_tensor(value: Any) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .. import ir
 from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
-from .functionalization import c_order, is_c_contiguous
+from .functionalization import is_c_contiguous, storage_array
 from .output_graph import OutputGraph
 from .variables import (
     ArrayVariable,
@@ -115,10 +115,9 @@ class Reconstructor:
         else:
             base = self.storage_memo.get(id(storage))
             if base is None:
-                base = self.node_value(storage.node)
-                if is_c_contiguous(storage.layout, storage.node.meta.shape, storage.node.meta.dtype):
-                    # NumPy's array was C-contiguous: a reshape of it must be a view here too.
-                    base = self.temporary(f"{self.named('___c_order', c_order)}({base})")
+                c_contiguous = is_c_contiguous(storage.layout, storage.node.meta.shape, storage.node.meta.dtype)
+                base = self.temporary(f"{self.named('___storage_array', storage_array)}"
+                                      f"({self.node_value(storage.node)}, {c_contiguous})")
                 self.storage_memo[id(storage)] = base
         for step in var.view:
             base = step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl), base, self.literal)

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 
 import minicompile as mc
+from test_found_wrong_results import (add_out_then_add, add_then_multiply, matmul_then_column_write,
+                                      set_then_add, write_then_write_through_a_view)
 
 pytestmark = pytest.mark.capture
 
@@ -96,33 +98,6 @@ def check(case: Case, backend: str) -> None:
 
 
 # -- the cases -------------------------------------------------------------------------------
-
-def write_then_write_through_a_view(a, out):
-    out[:] = a
-    out[1] = -1.0
-    return out.sum()
-
-
-def matmul_then_column_write(a, b, out):
-    out[...] = a @ b
-    out[:, 0] = 0.0
-    return out
-
-
-def same_array_twice_in_place(x, y):
-    x += 1
-    return x * y
-
-
-def same_array_twice_setitem(x, y):
-    x[0] = 100.0
-    return x + y
-
-
-def same_array_twice_out(x, y):
-    np.add(x, 1, out=x)
-    return x + y
-
 
 def overlapping_views(x, y):
     x += 1
@@ -297,9 +272,9 @@ def base_and(view):
 CASES = [
     Case(write_then_write_through_a_view, lambda: (np.ones((3, 4)), np.zeros((3, 4)))),
     Case(matmul_then_column_write, lambda: (np.ones((3, 2)), np.full((2, 4), 0.5), np.zeros((3, 4)))),
-    Case(same_array_twice_in_place, same_array()),
-    Case(same_array_twice_setitem, same_array()),
-    Case(same_array_twice_out, same_array()),
+    Case(add_then_multiply, same_array()),
+    Case(set_then_add, same_array()),
+    Case(add_out_then_add, same_array()),
     Case(overlapping_views, lambda: (lambda b: (b[:5], b[1:]))(np.arange(6.0))),
     Case(view_and_its_base, lambda: (lambda b: (b, b[::2]))(np.arange(6.0))),
     Case(transposed_view_and_its_base, base_and(lambda b: b.T)),
@@ -340,10 +315,10 @@ def test_writes_through_views_and_aliases_need_no_graph_break(case):
 
 
 def test_aliasing_that_changes_between_calls_recompiles():
-    compiled = mc.compile(same_array_twice_in_place, backend="eager")
+    compiled = mc.compile(add_then_multiply, backend="eager")
     for make in (lambda: (np.full(3, 2.0), np.full(3, 2.0)), same_array(), lambda: (np.full(3, 2.0), np.ones(3))):
         eager, mine = make(), make()
-        assert same(compiled(*mine), same_array_twice_in_place(*eager))
+        assert same(compiled(*mine), add_then_multiply(*eager))
         assert same(list(mine), list(eager))
     assert len(compiled.cache) == 2  # distinct arrays, then one array twice
 

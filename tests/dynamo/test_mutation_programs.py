@@ -199,6 +199,10 @@ PINNED: dict[str, tuple] = {
     "copyto_from_a_reversed_reshape_view": (
         "def f(a):\n    v0 = a.reshape(-1)\n    np.copyto(v0, v0[::-1], where=v0 > 0)\n",
         arguments_source("b0 = np.array([[-3, 1, 0, 0], [0, -4, 2, -3]], dtype=np.int32)", returns="(b0,), [b0]")),
+    # A 0-d array the graph made, live across a break: a backend hands back a NumPy
+    # scalar for a 0-d result, which the resumed code could not write into.
+    "zero_d_copy_written_after_a_break": ("def f(a):\n    v0 = a.copy()\n    v0 += 1.5\n    print('p')\n"
+                                          "    v0[...] = 1.5\n    return v0\n", ZERO_D),
     # Triton: a ufunc of a Python constant written into an array.
     "ufunc_of_a_constant_into_out": ("def f(a):\n    v = a.astype(np.float32)\n    np.square(True, out=(v,))\n"
                                      "    return v\n",
