@@ -31,7 +31,6 @@ from .source import Source, item_source
 from .variables import (
     ArrayVariable,
     ConstantVariable,
-    DictVariable,
     ListVariable,
     PythonObjectVariable,
     TupleVariable,

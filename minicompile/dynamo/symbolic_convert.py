@@ -10,12 +10,12 @@ with the user's file and line.
 
 Version differences (where CPython puts a call's NULL, how keyword names reach
 CALL) come from :mod:`minicompile.dynamo.bytecode`; the handlers below are
-written once for 3.11, 3.12 and 3.13.
+written once for 3.11, 3.12 and 3.13.  Attribute access (attributes.py) and
+calls (calls.py) have modules of their own, mixed into the translator.
 """
 from __future__ import annotations
 
 import builtins
-import inspect
 import operator
 import types
 from dataclasses import dataclass, replace
@@ -25,13 +25,12 @@ import numpy as np
 
 from . import bytecode
 from .bytecode import CURRENT as VERSION
-from .binder import make_binder, varargs_names
-from .builtin_calls import BUILTINS, CONTAINER_METHODS, shallow_builtin
+from .attributes import AttributesMixin
+from .calls import CallsMixin
+from .builtin_calls import CONTAINER_METHODS
 from .container_methods import container_truth, delete_item, dict_contains, read_item, store_item
 from .exc import BreakReason, Unsupported
-from .side_effects import delete_attribute
-from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
-from ..ir import OPS, get_op
+from ..ir import OPS
 from ..ir.symbolic import is_symbolic
 from .output_graph import CONSTANT_TYPES, OutputGraph, specialize_sizes
 from .source import (
@@ -51,7 +50,6 @@ from .variables import (
     DictVariable,
     IteratorVariable,
     ListVariable,
-    MethodVariable,
     PythonObjectVariable,
     TupleVariable,
     UserFunctionVariable,
@@ -94,20 +92,7 @@ UNARY_OPS: dict[str, tuple[Callable, str]] = {
     "invert": (operator.invert, "invert"),
 }
 
-# Callables that are safe to run at trace time on constant arguments: they are
-# pure, so running them early gives exactly the value eager execution would.
-PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range, slice,
-                 isinstance, type, getattr, hasattr, repr, format, sum, any, all, sorted}
-PURE_MODULES = ("math",)
-
-# Modules whose attributes are read once and trusted not to change (not guarded).
-FIXED_MODULES = frozenset({"numpy", "math", "builtins", "operator", "functools", "itertools",
-                           "collections", "typing", "minicompile"})
-
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
-
-
-MAX_INLINE_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -122,7 +107,7 @@ class FrameState:
     mutations: int  # count of container mutations so far (see OutputGraph.mutations)
 
 
-class InstructionTranslator:
+class InstructionTranslator(AttributesMixin, CallsMixin):
     """Interprets one frame.  The root frame reads its arguments from the real
     frame (``frame_locals``, wrapped lazily with ``L[...]`` sources); an inlined
     callee (:meth:`inline_call`) starts with variables already bound."""
@@ -381,138 +366,6 @@ class InstructionTranslator:
             return
         self.locals[name] = self.pop()
 
-    # -- attributes ------------------------------------------------------------------------
-
-    def get_attr(self, obj: VariableTracker, name: str) -> VariableTracker:
-        if isinstance(obj, ArrayVariable):
-            return self.array_attr(obj, name)
-        if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, types.ModuleType):
-            try:
-                value = getattr(obj.value, name)
-            except AttributeError as e:
-                raise Unsupported(f"AttributeError: {e}") from None
-            module = obj.value.__name__.split(".")[0]
-            if module in FIXED_MODULES or obj.source is None:
-                # Library modules (np.exp, math.pi) are taken as fixed: not guarded.
-                var = self.wrap_value(value)
-                var.source = attr_source(obj.source, name) if obj.source else None
-                return var
-            # A setting in the user's own module may change between calls: guard it.
-            return self.output.wrap(value, attr_source(obj.source, name), self.lineno)
-        if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, type) \
-                and obj.value.__module__ not in ("builtins",) and not obj.value.__module__.startswith("numpy"):
-            return self.class_attr(obj, name)
-        if isinstance(obj, UserObjectVariable):
-            return self.user_object_attr(obj, name)
-        if type(obj) in CONTAINER_METHODS and name in CONTAINER_METHODS[type(obj)]:
-            return MethodVariable(obj, name)
-        if isinstance(obj, UserFunctionVariable) and name in ("__name__", "__qualname__"):
-            return ConstantVariable(getattr(obj.code, "co_" + name.strip("_")))
-        if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, np.ufunc):
-            return self.evaluate(getattr, obj.value, name)  # np.add.at, np.add.nin
-        if self.is_constant(obj):
-            value = self.python_value(obj)
-            if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
-                return self.evaluate(getattr, value, name)
-        raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
-
-    def class_attr(self, cls: PythonObjectVariable, name: str) -> VariableTracker:
-        """``Cls.name`` on a user class: functions, static/class methods, plain values."""
-        try:
-            static = inspect.getattr_static(cls.value, name)
-        except AttributeError:
-            raise Unsupported(f"AttributeError: type object {cls.value.__name__!r} has no attribute {name!r}",
-                              numpy_error=True) from None
-        if isinstance(static, staticmethod) or isinstance(static, types.FunctionType):
-            return UserFunctionVariable(getattr(static, "__func__", static))
-        if isinstance(static, classmethod):
-            return UserFunctionVariable(static.__func__, bound_self=cls)
-        if hasattr(static, "__get__") or cls.source is None:
-            raise Unsupported(f"class attribute {cls.value.__name__}.{name} is a descriptor")
-        return self.output.wrap(static, attr_source(cls.source, name), self.lineno)
-
-    def user_object_attr(self, obj: UserObjectVariable, name: str) -> VariableTracker:
-        """``obj.name`` on a user object, resolved the way Python would, without running code
-        other than the functions it inlines (methods, properties)."""
-        value = obj.value
-        if obj.source is not None and (obj.source.expr, name) in self.output.side_effects.attributes:
-            return self.output.side_effects.read_attr(obj.source.expr, name)  # set (or deleted) earlier
-        if obj.source is not None:
-            # Set earlier on another object: a later call passing one object under both
-            # names would read the stale value here, so they must stay two objects.
-            for other, attr in self.output.side_effects.attributes:
-                if attr == name and other != obj.source.expr:
-                    self.output.guards.add(obj.source, f"{obj.source.expr} is not {other}",
-                                           f"id({obj.source.expr})", self.lineno)
-        try:
-            static = inspect.getattr_static(value, name)
-        except AttributeError:
-            raise Unsupported(f"AttributeError: {type(value).__name__!r} has no attribute {name!r}",
-                              numpy_error=True) from None
-        in_instance = name in getattr(value, "__dict__", {})
-        if not in_instance:
-            if isinstance(static, staticmethod):
-                return UserFunctionVariable(static.__func__)
-            if isinstance(static, classmethod):
-                cls = PythonObjectVariable(type(value), Source(f"type({obj.source.expr})") if obj.source else None)
-                return UserFunctionVariable(static.__func__, bound_self=cls)
-            if isinstance(static, types.FunctionType):
-                return UserFunctionVariable(static, bound_self=obj)
-            if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-                return self.inline_call(UserFunctionVariable(static.fget), [obj], {})
-        if obj.source is None:
-            raise Unsupported(f"attribute .{name} of an object made during the trace")
-        # A plain value (instance attribute, class constant, slot, namedtuple field):
-        # read it now and guard it like any other input.
-        return self.output.wrap(getattr(value, name), attr_source(obj.source, name), self.lineno)
-
-    def array_attr(self, arr: ArrayVariable, name: str) -> VariableTracker:
-        meta = arr.node.meta
-        # shape, dtype and strides are guarded on every array input, so these
-        # are constants of this cache entry.
-        facts = {
-            "shape": meta.shape, "ndim": meta.ndim, "size": meta.size, "dtype": meta.dtype,
-            "itemsize": meta.dtype.itemsize, "nbytes": meta.size * meta.dtype.itemsize,
-        }
-        if name in facts:
-            return self.wrap_value(facts[name])
-        if name == "T":
-            return self.output.call("transpose", {"a": arr, "axes": ConstantVariable(None)})
-        if name in METHODS or callable(getattr(np.ndarray, name, None)):
-            # An unsupported method breaks the graph where it is called, not here.
-            return MethodVariable(arr, name)
-        raise Unsupported(f"ndarray attribute .{name} is not supported yet")
-
-    def push_method(self, method: VariableTracker) -> None:
-        """Push a loaded method as [NULL, method] in the order CALL expects."""
-        if VERSION.null_before_callable:
-            self.push(NULL)
-            self.push(method)
-        else:
-            self.push(method)
-            self.push(NULL)
-
-    def LOAD_ATTR(self, inst) -> None:
-        obj = self.pop()
-        attr = self.get_attr(obj, inst.argval)
-        if VERSION.load_attr_method_flag and inst.arg & 1:
-            self.push_method(attr)
-        else:
-            self.push(attr)
-
-    def STORE_ATTR(self, inst) -> None:
-        obj, value = self.pop(), self.pop()
-        if not isinstance(obj, UserObjectVariable) or obj.source is None:
-            raise Unsupported(f"setting attribute .{inst.argval} of {obj.describe()}")
-        static = inspect.getattr_static(type(obj.value), inst.argval, None)
-        if hasattr(static, "__set__"):  # a property or slot with its own setter code
-            raise Unsupported(f"setting .{inst.argval}, which runs a descriptor's setter")
-        self.output.mutations += 1
-        self.output.side_effects.store_attr(obj, inst.argval, value)
-
-    def DELETE_ATTR(self, inst) -> None:
-        delete_attribute(self, self.pop(), inst.argval)
-
     def STORE_SUBSCR(self, inst) -> None:
         key, container, value = self.pop(), self.pop(), self.pop()
         if isinstance(container, ArrayVariable):
@@ -562,9 +415,6 @@ class InstructionTranslator:
             chain.append(frame)
             frame = frame.parent
         return chain
-
-    def LOAD_METHOD(self, inst) -> None:  # 3.11
-        self.push_method(self.get_attr(self.pop(), inst.argval))
 
     # -- operators ------------------------------------------------------------------------
 
@@ -931,183 +781,6 @@ class InstructionTranslator:
     def BUILD_STRING(self, inst) -> None:
         self.push(ConstantVariable("".join(self.python_value(v) for v in self.popn(inst.arg))))
 
-    # -- calls ---------------------------------------------------------------------------------------
-
-    def KW_NAMES(self, inst) -> None:  # 3.11, 3.12
-        self.kw_names = bytecode.kw_names(inst, self.code)
-
-    def _call(self, argc: int, kw_names: tuple[str, ...]) -> None:
-        args = self.popn(argc)
-        fn, self_arg = bytecode.split_callable(*self.popn(2), NULL)
-        if self_arg is not None:
-            args = [self_arg] + args
-        n_kw = len(kw_names)
-        positional = args[: len(args) - n_kw]
-        keywords = dict(zip(kw_names, args[len(args) - n_kw:]))
-        self.push(self.call_function(fn, positional, keywords))
-
-    def CALL(self, inst) -> None:
-        kw_names, self.kw_names = self.kw_names, ()
-        self._call(inst.arg, kw_names)
-
-    def CALL_KW(self, inst) -> None:  # 3.13
-        kw_names = self.python_value(self.pop())
-        self._call(inst.arg, kw_names)
-
-    def CALL_FUNCTION_EX(self, inst) -> None:
-        kwargs = self.pop() if inst.arg & 1 else DictVariable({})
-        if not isinstance(kwargs, DictVariable):
-            raise Unsupported(f"**kwargs from {kwargs.describe()}")
-        args = self.sequence_items(self.pop())
-        fn, self_arg = bytecode.split_callable(*self.popn(2), NULL)
-        if self_arg is not None:
-            args = [self_arg] + args
-        self.push(self.call_function(fn, args, dict(kwargs.items)))
-
-    def call_function(self, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
-        if isinstance(fn, MethodVariable):
-            if type(fn.obj) in CONTAINER_METHODS:
-                return CONTAINER_METHODS[type(fn.obj)][fn.name](self, fn.obj, args, kwargs)
-            if fn.name in METHOD_MUTATIONS:
-                return self.call_mutation(METHOD_MUTATIONS[fn.name], [fn.obj] + args, kwargs,
-                                          f"ndarray.{fn.name}")
-            if fn.name not in METHODS:
-                raise Unsupported(f"ndarray.{fn.name}() is not supported (its result leaves the graph)")
-            result = self.call_numpy(METHODS[fn.name], [fn.obj] + args, kwargs, f"ndarray.{fn.name}")
-            if isinstance(fn.obj, ArrayVariable) and fn.obj.scalar and isinstance(result, ArrayVariable) \
-                    and result.node.meta.ndim == 0:
-                result.scalar = True  # a NumPy scalar's methods return NumPy scalars
-            return result
-        if isinstance(fn, UserFunctionVariable):
-            return self.inline_call(fn, args, kwargs)
-        if isinstance(fn, UserObjectVariable) and isinstance(fn.value, types.MethodType) \
-                and isinstance(fn.value.__func__, types.FunctionType):
-            return self.inline_call(UserFunctionVariable(fn.value.__func__), [self.wrap_value(fn.value.__self__)] + args, kwargs)
-        if not isinstance(fn, (PythonObjectVariable, ConstantVariable)):
-            raise Unsupported(f"calling {fn.describe()} is not supported")
-        target = fn.value
-        name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
-        shallow = shallow_builtin(self, target, args, kwargs)  # len(lst): its length, not its items
-        if shallow is not None:
-            return shallow
-        all_constant = all(self.is_constant(a) for a in args) and all(
-            self.is_constant(v) for v in kwargs.values()
-        )
-        if _hashable(target) and target in FUNCTIONS and (
-                not all_constant or get_op(FUNCTIONS[target].op).kind == "creation"):
-            # Creation calls become graph nodes even on constants: arrays are not baked in.
-            return self.call_numpy(FUNCTIONS[target], args, kwargs, f"np.{name}")
-        if _hashable(target) and target in SPLITS and not all_constant:
-            return self.call_split(target, args, kwargs)
-        if _hashable(target) and target in MUTATIONS:
-            return self.call_mutation(MUTATIONS[target], args, kwargs, f"np.{name}")
-        if all_constant and _pure(target):
-            values = [self.python_value(a) for a in args]
-            kw_values = {k: self.python_value(v) for k, v in kwargs.items()}
-            return self.evaluate(target, *values, **kw_values)
-        if _hashable(target) and target in BUILTINS:
-            return BUILTINS[target](self, args, kwargs)
-        if isinstance(target, types.FunctionType):
-            return self.inline_call(UserFunctionVariable(target, source=fn.source), args, kwargs)
-        raise Unsupported(f"call to {name} is not supported yet")
-
-    def inline_call(self, fn: UserFunctionVariable, args: list, kwargs: dict) -> VariableTracker:
-        """Trace a call to a Python function into the same graph (TorchDynamo's inlining)."""
-        code = fn.code
-        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            raise Unsupported(f"calling coroutine {code.co_name}")
-        if self.depth >= MAX_INLINE_DEPTH:
-            raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls")
-        if fn.bound_self is not None:
-            args = [fn.bound_self] + list(args)
-        real = fn.fn if isinstance(fn.fn, types.FunctionType) else None
-        defaults = real.__defaults__ if real is not None else fn.defaults
-        kwdefaults = real.__kwdefaults__ if real is not None else fn.kwdefaults
-        signature = types.SimpleNamespace(__code__=code, __defaults__=defaults or None,
-                                          __kwdefaults__=kwdefaults or None)
-        try:
-            bound = make_binder(signature)(*args, **kwargs)
-        except TypeError as e:
-            raise Unsupported(f"TypeError: {e}", numpy_error=True) from None
-        varargs, varkw = varargs_names(code)
-        for name, value in bound.items():
-            if name == varargs:
-                bound[name] = TupleVariable(list(value))
-            elif name == varkw:
-                bound[name] = DictVariable(dict(value))
-            elif not isinstance(value, VariableTracker):
-                bound[name] = self.wrap_value(value)  # a default value
-        closure = fn.closure or (real.__closure__ or () if real is not None else ())
-        callee = InstructionTranslator(
-            real, {}, self.output, code=code, bound=bound, closure=closure,
-            f_globals=real.__globals__ if real is not None else fn.globals,
-            fn_source=fn.source, parent=self,
-        )
-        if not code.co_flags & inspect.CO_GENERATOR:
-            return callee.run()
-        # A generator (a generator expression, say) is drained at once into the
-        # items it yields.  Draining runs items a lazy consumer might never ask
-        # for, so only a generator without side effects is traced this way.
-        mutations = self.output.mutations
-        callee.run()
-        if self.output.mutations != mutations:
-            raise Unsupported(f"generator {code.co_name} has side effects: it cannot be drained early")
-        return IteratorVariable(callee.yielded)
-
-    def call_numpy(self, rule, args: list, kwargs: dict, what: str) -> VariableTracker:
-        out = kwargs.get("out")
-        if isinstance(out, TupleVariable) and len(out.items) == 1:
-            out = out.items[0]
-        if isinstance(out, ArrayVariable) and get_op(rule.op).ufunc is not None:
-            # ufunc(..., out=o, where=m) is copyto(o, ufunc(...), where=m): the result is
-            # computed as usual, then written into o (and o is the result).
-            where = kwargs.get("where", ConstantVariable(True))
-            rest = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
-            result = self.call_numpy(rule, args, rest, what)
-            new = self.output.call("copyto", {"dst": out, "src": result, "casting": "same_kind",
-                                             "where": where})
-            return self.update_array(out, new, f"{what}(..., out=)")
-        # Constants reach the op binding as plain values, so defaults compare as NumPy's do.
-        plain = [self.plain(a) for a in args]
-        plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
-        op_kwargs = bind_call(rule, plain, plain_kw, what)
-        a = op_kwargs.get("a")
-        if rule.stub in (np.asarray, np.asanyarray) and isinstance(a, ArrayVariable) and not a.scalar \
-                and op_kwargs.get("dtype") in (None, a.node.meta.dtype):
-            return a  # np.asarray(x) is x itself: a write through either shows in both
-        if rule.copies:  # x.flatten(): a view of a copy, never of x
-            op_kwargs = {**op_kwargs, "a": self.output.call("copy", {"a": a})}
-        return self.output.call(rule.op, op_kwargs)
-
-    def call_split(self, fn: Any, args: list, kwargs: dict) -> VariableTracker:
-        """np.split and friends: one getitem node per piece, in a list like NumPy's."""
-        array = args[0] if args else kwargs.get("ary")
-        if not isinstance(array, ArrayVariable):
-            raise Unsupported(f"np.{fn.__name__} of {array.describe() if array else 'nothing'}")
-        plain = [self.plain(a) for a in args]
-        plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
-        try:
-            pieces = split_calls(fn, tuple(plain), plain_kw, array.node.meta.shape)
-        except Exception as e:
-            raise Unsupported(f"np.{fn.__name__} raised {type(e).__name__}: {e}", numpy_error=True) from None
-        return ListVariable([self.output.call("getitem", piece) for piece in pieces])
-
-    def call_mutation(self, mutation, args: list, kwargs: dict, what: str) -> VariableTracker:
-        """A call that writes into one of its arguments (np.copyto, np.add.at, x.sort())."""
-        plain = [self.plain(a) for a in args]
-        plain_kw = {k: self.plain(v) for k, v in kwargs.items()}
-        op_kwargs = bind_call(mutation.rule, plain, plain_kw, what)
-        target = op_kwargs.get(mutation.target)
-        if not isinstance(target, ArrayVariable):
-            raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
-        self.update_array(target, self.output.call(mutation.rule.op, op_kwargs), what)
-        return ConstantVariable(None)
-
-    def plain(self, var: VariableTracker) -> Any:
-        return self.python_value(var) if self.is_constant(var) else var
-
-
-
 def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
     """The ufunc ``ndarray.__pow__`` uses instead of np.power for a Python-number exponent.
 
@@ -1123,26 +796,4 @@ def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
     if base.node.meta.dtype.kind == "f":
         return {0.5: "sqrt", 2: "square"}.get(value)
     return "square" if type(value) is int and value == 2 else None
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
-def _pure(fn: Any) -> bool:
-    """May ``fn`` run at trace time?  Pure NumPy functions, math, a few builtins, scalar types."""
-    if _hashable(fn) and (fn in PURE_BUILTINS or fn in FUNCTIONS):
-        return True
-    if isinstance(fn, type) and (issubclass(fn, np.generic) or fn is np.dtype):
-        return True
-    module = getattr(fn, "__module__", None) or ""
-    if module in PURE_MODULES:
-        return True
-    # Bound methods of immutable values ("{}".format, (3).bit_length)
-    owner = getattr(fn, "__self__", None)
-    return isinstance(owner, (str, int, float, tuple, np.generic, np.dtype)) and not isinstance(owner, type)
 
