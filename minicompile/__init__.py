@@ -7,6 +7,7 @@
         return np.tanh(x * 2 + 1).sum(axis=1)
 """
 from . import ir
+from .config import __version__  # noqa: F401  (minicompile.__version__)
 from .aot import Tensor, grad, no_grad, value_and_grad
 from .api import compile, empty_cache, explain, reset
 from .dynamo import ExplainOutput, GraphBreakError
@@ -15,4 +16,3 @@ from .report import report  # the function; the package stays importable as mini
 
 __all__ = ["compile", "explain", "reset", "empty_cache", "GraphBreakError", "ExplainOutput", "ir",
            "Tensor", "grad", "value_and_grad", "no_grad", "profile", "report"]
-__version__ = "0.1.0"

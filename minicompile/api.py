@@ -35,7 +35,7 @@ def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
     if not graph.is_dynamic:
         return compile_graph(graph, example_inputs)
-    from .inductor.dynamic import compile_dynamic
+    from .per_shape import compile_dynamic
 
     def symbolic_sizes(g: ir.Graph, inputs: list) -> Callable[..., tuple]:
         return compile_graph(g, inputs, sizes_as_args=True)  # kernels take the sizes as ints
@@ -53,7 +53,7 @@ def _per_shape(compile_fn: Callable, graph: ir.Graph, example_inputs: list, name
     """These backends plan for concrete sizes: a dynamic-shape graph is compiled per shape."""
     if not graph.is_dynamic:
         return compile_fn(graph, example_inputs)
-    from .inductor.dynamic import compile_dynamic
+    from .per_shape import compile_dynamic
 
     return compile_dynamic(graph, example_inputs, None, compile_fn, name)
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# minicompile's version (``minicompile.__version__``); here so that any module
+# can name it without importing the package that imports that module.
+__version__ = "0.1.0"
+
 
 def _env_int(name: str, default: int) -> int:
     raw = os.environ.get(f"MINICOMPILE_{name}")

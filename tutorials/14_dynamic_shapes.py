@@ -172,7 +172,7 @@ assert len(never.cache) == 3
 # `MINICOMPILE_LOGS=recompiles`.
 
 # %%
-from minicompile.inductor.dynamic import PerShapeCompiled
+from minicompile.per_shape import PerShapeCompiled
 
 every_other = mc.compile(lambda x: np.tanh(x[::2]) * 2, backend="cpp", dynamic=True)
 for n in (4, 6, 4):

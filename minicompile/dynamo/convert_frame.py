@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from .. import config, ir, logs
-from ..aot.compile import AotFunction
+from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
 from . import bytecode
@@ -272,7 +272,7 @@ def compile_entry(
                 compiled = AotFunction(cap.graph, example_inputs, backend)
             elif cap.graph.is_dynamic:
                 # Symbolic sizes: the backend as is if it copes, else one compile per shape.
-                from ..inductor.dynamic import compile_dynamic
+                from ..per_shape import compile_dynamic
 
                 compiled = compile_dynamic(cap.graph, example_inputs, backend, backend,
                                            getattr(backend, "__name__", "custom"))

@@ -22,7 +22,7 @@ Fusion happens in two ways.
      adds, and the buffer's round trip through memory is the bigger cost.
 
    Reductions and Externs are always realized.  Inlining into a padded read
-   (:mod:`.conv_lowering`) expands only the value it guards, never the guard,
+   (:func:`.lowering.map_loads_guarded`) expands only the value it guards, never the guard,
    so a matmul's bias and clip can run under a depthwise convolution's mask.
 2. **Loop merging** (horizontal/epilogue/row fusion).  A realized node joins
    the previous kernel instead of starting its own when every value it reads
@@ -58,8 +58,7 @@ import numpy as np
 from .. import ir, logs
 from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
-from .conv_lowering import map_loads_guarded
-from .lowering import TRANSCENDENTAL, lower, reduced_axes
+from .lowering import TRANSCENDENTAL, lower, map_loads_guarded, reduced_axes
 
 # An expensive expression read by several row passes is recomputed in each while
 # it is this short (softmax's exp(x - max)); a longer one (a whole GELU before a

@@ -31,11 +31,11 @@ from ..ir.symbolic import SymbolicUnsupported, has_division, input_symbols
 from . import loop_ir as L
 from . import scheduler, triton_runtime
 from .codegen import triton as tg
-from .compile_fx import CompiledGraph
+from .codegen.common import Names, extern_call
+from .compiled import CompiledGraph
 from .lowering import lower_extern
 from .triton_matmul import MatmulTemplate, fuse_matmul_epilogues
 from .triton_rows import RowGroup, fuse_rows
-from .wrapper import Names, extern_call
 
 
 class TritonCompiledGraph(CompiledGraph):

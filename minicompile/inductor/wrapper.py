@@ -16,7 +16,6 @@ again as eager NumPy does.
 from __future__ import annotations
 
 import ctypes
-import keyword
 import threading
 from typing import Any, Callable
 
@@ -29,6 +28,7 @@ from ..ir.symbolic import input_symbols, is_symbolic
 from . import loop_ir as L
 from . import cpp_allocator, memory
 from .codegen import cpp_matmul
+from .codegen.common import Names, extern_call
 from .codegen.cpp import ARRAY_DATA_OFFSET
 from .scheduler import Kernel, Schedule
 
@@ -45,36 +45,6 @@ def _data_field_is_where_expected() -> bool:
 
 
 ARRAYS_BY_OBJECT = _data_field_is_where_expected()
-
-
-class Names:
-    """Wrapper-local variable names: readable, unique, clear of globals."""
-
-    def __init__(self, reserved: set[str]):
-        self.used = set(reserved) | set(keyword.kwlist)
-
-    def new(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.used:
-            i += 1
-            name = f"{base}_{i}"
-        self.used.add(name)
-        return name
-
-
-def extern_call(ext: L.Extern, array: Callable[[str], str]) -> str:
-    """``_op_<name>(args)``: an Extern's NumPy call, buffers named by ``array``."""
-    def arg(a: Any) -> str:
-        if isinstance(a, L.BufferRef):
-            return array(a.name)
-        if isinstance(a, list):  # a list stays a list: np.add.at(x, [0, 0], 1) is not x[0, 0]
-            return "[" + ", ".join(arg(v) for v in a) + "]"
-        if isinstance(a, tuple):
-            inner = ", ".join(arg(v) for v in a)
-            return f"({inner},)" if len(a) == 1 else f"({inner})"
-        return format_value(a)
-
-    return f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"
 
 
 def _dtype_global(dtype: np.dtype) -> str:

@@ -334,7 +334,7 @@ class _Page:
         return "<p>Every artifact as <code>MINICOMPILE_LOGS=all</code> prints it, in order.</p>" + "".join(items)
 
     def render(self) -> str:
-        from .. import __version__
+        from ..config import __version__
 
         g = self.g
         self.section("summary", "Summary", self.summary())

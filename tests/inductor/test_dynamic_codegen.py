@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile.inductor.compile_fx import CompiledGraph
-from minicompile.inductor.dynamic import PerShapeCompiled
+from minicompile.per_shape import PerShapeCompiled
 from inductor_testing import assert_close  # noqa: E402
 
 RNG = np.random.default_rng(11)

@@ -21,7 +21,7 @@ pytest.importorskip("triton")
 import minicompile as mc  # noqa: E402
 from minicompile.inductor import triton_runtime, triton_versions, triton_wrapper  # noqa: E402
 from minicompile.inductor.codegen.triton import TritonKernel  # noqa: E402
-from minicompile.inductor.dynamic import PerShapeCompiled  # noqa: E402
+from minicompile.per_shape import PerShapeCompiled  # noqa: E402
 from minicompile.ir.symbolic import ShapeEnv  # noqa: E402
 from inductor_testing import assert_close  # noqa: E402
 

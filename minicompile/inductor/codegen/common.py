@@ -1,12 +1,18 @@
-"""What every kernel writer shares: indented lines, fresh names, buffer parameters.
+"""What every code generator shares: kernel lines, wrapper names, Extern calls.
 
 The C++ and the Triton generators both walk loop-IR values into SSA-style lines;
-this base class holds the bookkeeping they have in common — the lines written
+:class:`LineWriter` holds the bookkeeping they have in common — the lines written
 so far, temporaries numbered in order (so generated code is deterministic), the
-parameter a buffer is read or written through, and a load's flat offset.
+parameter a buffer is read or written through, and a load's flat offset.  Both
+wrappers (the Python that runs a schedule) name their locals with :class:`Names`
+and call an Extern's NumPy reference through :func:`extern_call`.
 """
 from __future__ import annotations
 
+import keyword
+from typing import Any, Callable
+
+from ...ir.graph import format_value
 from .. import loop_ir as L
 from ..scheduler import Buffer
 
@@ -44,3 +50,33 @@ class LineWriter:
     def render_index(expr: L.Expr) -> str:
         """An index expression in the backend's language (each backend sets its own)."""
         raise NotImplementedError
+
+
+class Names:
+    """Wrapper-local variable names: readable, unique, clear of globals."""
+
+    def __init__(self, reserved: set[str]):
+        self.used = set(reserved) | set(keyword.kwlist)
+
+    def new(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+
+def extern_call(ext: L.Extern, array: Callable[[str], str]) -> str:
+    """``_op_<name>(args)``: an Extern's NumPy call, buffers named by ``array``."""
+    def arg(a: Any) -> str:
+        if isinstance(a, L.BufferRef):
+            return array(a.name)
+        if isinstance(a, list):  # a list stays a list: np.add.at(x, [0, 0], 1) is not x[0, 0]
+            return "[" + ", ".join(arg(v) for v in a) + "]"
+        if isinstance(a, tuple):
+            inner = ", ".join(arg(v) for v in a)
+            return f"({inner},)" if len(a) == 1 else f"({inner})"
+        return format_value(a)
+
+    return f"_op_{ext.op_name}({', '.join(arg(a) for a in ext.args)})"

@@ -45,7 +45,7 @@ import numpy as np
 
 from ... import config
 from .. import loop_ir as L
-from ..conv_lowering import MASKED_OPS, data_loads, masked_parts
+from ..lowering import MASKED_OPS, data_loads, masked_parts
 from ..scheduler import Buffer, Kernel, Schedule, Store
 from ...ir.symbolic import input_symbols, is_symbolic, size_hint
 from . import cpp_interleave, cpp_matmul, cpp_streaming, cpp_tiling

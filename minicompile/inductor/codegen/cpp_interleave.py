@@ -37,7 +37,7 @@ import numpy as np
 from ... import config
 from ...ir.symbolic import is_symbolic
 from .. import loop_ir as L
-from ..conv_lowering import MASKED_OPS
+from ..lowering import MASKED_OPS
 
 # Vectors in flight per loop iteration: four measured best (GELU, one core:
 # 33 cycles per vector plain, 28-29 with two, 24-26 with four).

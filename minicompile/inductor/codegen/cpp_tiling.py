@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ...ir.symbolic import size_hint
 from .. import loop_ir as L
-from ..conv_lowering import data_loads
+from ..lowering import data_loads
 from ..scheduler import Buffer, Kernel
 
 # Bytes of a tile along the load's loop and along the store's loop.  Chosen by

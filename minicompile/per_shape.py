@@ -20,8 +20,8 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
-from .. import config, ir, logs
-from ..ir import passes, symbolic
+from . import config, ir, logs
+from .ir import passes, symbolic
 
 Compile = Callable[[ir.Graph, list], Callable[..., tuple]]
 
