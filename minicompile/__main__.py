@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_demo(args.rows, args.cols)
     if args.command == "runtime":
-        from .inductor.cpp_runtime import build
+        from .inductor.codegen.cpp.runtime import build
 
         return build()
     if args.command == "report":

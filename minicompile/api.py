@@ -128,9 +128,9 @@ def reset() -> None:
 def empty_cache() -> None:
     """Return to the system the memory that freed arrays of compiled graphs left
     in minicompile's caching allocator (``torch.cuda.empty_cache()``'s twin;
-    see ``minicompile.inductor.cpp_allocator``)."""
-    from .inductor import cpp_allocator
-    cpp_allocator.empty_cache()
+    see ``minicompile.inductor.codegen.cpp.allocator``)."""
+    from .inductor.codegen.cpp import allocator
+    allocator.empty_cache()
 
 
 __all__ = ["compile", "explain", "reset", "empty_cache", "lookup_backend", "BACKENDS"]

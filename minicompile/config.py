@@ -57,7 +57,7 @@ keep_intermediates: bool = bool(_env_int("KEEP_INTERMEDIATES", 1))
 # Allocate the arrays a large compiled graph returns (and NumPy's results
 # inside it) through minicompile's caching allocator: a freed array's block is
 # kept and handed to the next array of about its size, instead of returned to
-# the system and faulted in again page by page (see inductor/cpp_allocator.py).
+# the system and faulted in again page by page (see inductor/codegen/cpp/allocator.py).
 cached_allocator: bool = bool(_env_int("CACHED_ALLOCATOR", 1))
 
 # The most bytes of freed blocks the caching allocator keeps (oldest go first);
@@ -66,10 +66,10 @@ allocator_cache_bytes: int = _env_int("ALLOCATOR_CACHE_BYTES", 1 << 30)
 
 # Kernels of the C++ backend that store more than the cache holds write their
 # outputs with streaming (non-temporal) stores, which skip reading each line
-# before writing it (see inductor/codegen/cpp_streaming.py).
+# before writing it (see inductor/codegen/cpp/streaming.py).
 cpp_streaming_stores: bool = bool(_env_int("CPP_STREAMING_STORES", 1))
 
 # Pointwise loops that evaluate our vectorized exp, log or tanh are written as several
 # vectors at a time, interleaved statement by statement, so that their long
-# chains of dependent instructions overlap (see inductor/codegen/cpp_interleave.py).
+# chains of dependent instructions overlap (see inductor/codegen/cpp/interleave.py).
 cpp_interleave: bool = bool(_env_int("CPP_INTERLEAVE", 1))

@@ -2,11 +2,13 @@
 # # 09 — The C++/OpenMP backend: generated code, flags, the disk cache
 #
 # The last stage turns each scheduled kernel into a C++ function
-# (`minicompile/inductor/codegen/cpp.py`, our version of Inductor's
+# (`minicompile/inductor/codegen/cpp/kernel.py`, our version of Inductor's
 # `codegen/cpp.py`), compiles all kernels of a graph into one shared library
-# (`codecache.py`, like Inductor's `codecache.py`), and writes a small Python
-# wrapper that allocates buffers and calls the kernels (`wrapper.py`, like
-# Inductor's `wrapper.py` / `output_code`).
+# (`inductor/codecache.py`, like Inductor's `codecache.py`), and writes a small
+# Python wrapper that allocates buffers and calls the kernels
+# (`codegen/cpp/wrapper.py`, like Inductor's `wrapper.py` / `output_code`).
+# The backend's entry point, graph in and compiled callable out, is
+# `codegen/cpp/compile.py`.
 
 # %%
 import tempfile
@@ -119,7 +121,7 @@ np.testing.assert_allclose(colsum(yv)[0], yv.sum(axis=0), rtol=1e-4, atol=1e-3)
 # ## A matmul and its epilogue: the generated GEMM
 #
 # A float32 matmul does not go to NumPy's BLAS: it calls the GEMM of
-# minicompile's C++ runtime (`codegen/cpp_matmul.py`: packed panels of `A`
+# minicompile's C++ runtime (`codegen/cpp/matmul.py`: packed panels of `A`
 # and `B`, a 6 x 16 register tile, the loop nest of BLIS), compiled once per
 # machine into a library of its own and handed to each graph's library as a
 # function pointer.  Running in the same OpenMP pool as the other kernels, it
@@ -159,7 +161,7 @@ np.testing.assert_allclose(mlp_layer(*inputs)[0], pre_v * 0.5 * (np.tanh(pre_v) 
 # large arrays would pay that on every call.  A graph whose arrays are large
 # runs with NumPy's memory handler switched (`PyDataMem_SetHandler`, for this
 # thread and only during the call) to the caching allocator of the C++
-# runtime (`inductor/cpp_allocator.py`): a freed array's block is kept and the
+# runtime (`codegen/cpp/allocator.py`): a freed array's block is kept and the
 # next array of about its size gets it.  The arrays are ordinary NumPy arrays
 # that own their data; `np._core.multiarray.get_handler_name(a)` names the
 # allocator that will free them.  This is the CPU twin of torch's CUDA caching
@@ -178,7 +180,7 @@ np.testing.assert_allclose(mlp_layer(*inputs)[0], pre_v * 0.5 * (np.tanh(pre_v) 
 
 # %%
 import minicompile as mc  # noqa: E402
-from minicompile.inductor import cpp_allocator  # noqa: E402
+from minicompile.inductor.codegen.cpp import allocator  # noqa: E402
 
 
 def momentum(p, g, m):
@@ -195,7 +197,7 @@ for _ in range(4):
     del new_p, new_m  # freed: their blocks go back to the cache
 new_p, new_m = momentum_step(p0, g0, m0)
 print("allocated by:", np._core.multiarray.get_handler_name(new_p), "| owns its data:", new_p.flags.owndata)
-print("cache:", cpp_allocator.stats())
+print("cache:", allocator.stats())
 print("input starts", p0.ctypes.data % 4096, "bytes into its page, the output", new_p.ctypes.data % 4096)
 assert np._core.multiarray.get_handler_name(new_p) in ("minicompile_cache", "default_allocator")
 if np._core.multiarray.get_handler_name(new_p) == "minicompile_cache":
@@ -209,7 +211,7 @@ np.testing.assert_allclose(new_m, 0.9 * m0 + 0.1 * g0, rtol=1e-6)
 # so writing `n` bytes moves `2n` through the memory bus.  A kernel that
 # stores at least 16 MiB and does no transcendental per element (it waits on
 # memory, not on arithmetic) writes with streaming stores instead
-# (`codegen/cpp_streaming.py`), non-temporal stores that skip the read.  GCC
+# (`codegen/cpp/streaming.py`), non-temporal stores that skip the read.  GCC
 # cannot be asked for them in a loop it vectorizes, so the loop is written a
 # vector at a time: plain stores up to the outputs' first 32-byte boundary
 # (`mc_stream_head_all`), then for each vector an 8-iteration `omp simd`
@@ -241,7 +243,7 @@ np.testing.assert_allclose(new_m, 0.9 * big[2] + 0.1 * big[1], rtol=1e-6)
 # plain vector loop leaves most of the arithmetic units idle.  A pointwise
 # loop that evaluates float32 `exp`, `log` or `tanh` is written four vectors
 # at a time instead, each statement four times in a row for four independent
-# lane groups (`codegen/cpp_interleave.py`), and its function is compiled
+# lane groups (`codegen/cpp/interleave.py`), and its function is compiled
 # with GCC's instruction scheduler run before register allocation
 # (`MC_SCHEDULED`), which interleaves the four chains.  Every element computes
 # exactly as in the plain loop; the elements left over after the last group of
@@ -264,7 +266,7 @@ np.testing.assert_allclose(yg, 0.5 * xg * (1.0 + np.tanh(0.7978845608 * (xg + 0.
 # The C library's `exp`, `log` and `tanh` are function calls, which the
 # compiler cannot vectorize: a float64 GELU spent nearly all its time in them.
 # NumPy's default dtype is float64, so the prelude carries float64 versions
-# of its own (`codegen/cpp_math_f64.py`): branch-free polynomials like the
+# of its own (`codegen/cpp/math_f64.py`): branch-free polynomials like the
 # float32 ones, within 1 ulp of the correctly rounded result (checked against
 # 80-bit `long double` on millions of inputs, special values exactly).  They
 # keep one vector per iteration: interleaving four of them left GCC's loop

@@ -22,7 +22,7 @@
 import numpy as np
 
 import minicompile as mc
-from minicompile.inductor.compile_fx import CompiledGraph
+from minicompile.inductor.compiled import CompiledGraph
 from minicompile.ir.symbolic import ShapeEnv
 
 rng = np.random.default_rng(0)

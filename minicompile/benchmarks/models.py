@@ -113,7 +113,7 @@ def _cold_seconds(first_call: Callable[[], Any]) -> float:
 def run(with_torch: bool = True, budget_s: float = 2.0) -> dict[str, Any]:
     """Measure every engine on MobileNetV2; returns the numbers printed by :func:`main`."""
     import minicompile as mc
-    from ..inductor.compile_fx import compile_graph
+    from ..inductor.codegen.cpp.compile import compile_graph
 
     params = mnv2.init_params()
     images = {b: mnv2.example_images(b, SIZE) for b in (LATENCY_BATCH, THROUGHPUT_BATCH)}
@@ -275,7 +275,7 @@ def _leaves(tree: dict) -> list:
 def run_decoder(with_torch: bool = True, budget_s: float = 1.5) -> dict[str, Any]:
     """Measure every engine on the decoder; returns the numbers printed by :func:`print_decoder`."""
     import minicompile as mc
-    from ..inductor.compile_fx import compile_graph
+    from ..inductor.codegen.cpp.compile import compile_graph
 
     cfg = DECODER
     params = decoder_block.init_params(cfg)

@@ -3,7 +3,7 @@
 In:  a graph, the callable that runs it, and what compiling it produced (the
      kernel source, the Python wrapper, the compiler flags, the schedule).
 Out: :class:`CompiledGraph`, called like the graph itself; ``str()`` shows
-     every artifact.  The C++ backend (:mod:`.compile_fx`) returns one, the
+     every artifact.  The C++ backend (:mod:`.codegen.cpp.compile`) returns one, the
      Triton backend a subclass (:mod:`.triton_wrapper`).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ class CompiledGraph:
     buffers that are neither inputs nor outputs.  ``fallback_reason`` is set when the graph runs through NumPy.
     ``kernel_origins`` maps each kernel's name to the graph nodes it computes (for pictures and provenance).
     ``extern_kernels`` names the Externs generated as C++ instead of called
-    through NumPy (small float32 matmuls, :mod:`.codegen.cpp_matmul`): the
+    through NumPy (small float32 matmuls, :mod:`.codegen.cpp.matmul`): the
     wrapper calls them by these names, like ``kernels``.
     """
 

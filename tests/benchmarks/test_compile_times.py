@@ -11,8 +11,9 @@ import numpy as np
 
 import minicompile as mc
 from minicompile.benchmarks import suite
-from minicompile.inductor import codecache, cpp_runtime
-from minicompile.inductor.compile_fx import CompiledGraph
+from minicompile.inductor import codecache
+from minicompile.inductor.codegen.cpp import runtime as cpp_runtime
+from minicompile.inductor.compiled import CompiledGraph
 
 RUN_SECONDS = 1000.0  # what one run of the compiled code costs on the fake clock
 

@@ -50,7 +50,7 @@ def test_mobilenet_v2_inference(backend):
 
 
 def test_mobilenet_v2_unfolded_batch_norm_compiles_to_the_folded_kernels():
-    from minicompile.inductor.compile_fx import compile_graph
+    from minicompile.inductor.codegen.cpp.compile import compile_graph
 
     images = mobilenet_v2.example_images(1, 32)
     kept = mobilenet_v2.freeze(mobilenet_v2.init_params(batch_norm=True))
@@ -77,7 +77,7 @@ def test_mobilenet_v2_unfolded_batch_norm_compiles_to_the_folded_kernels():
 
 def _symbolic_kernels(entry) -> bool:
     """The cpp entry compiled once with size arguments, not once per shape."""
-    from minicompile.inductor.compile_fx import CompiledGraph
+    from minicompile.inductor.compiled import CompiledGraph
 
     compiled = entry.compiled
     return isinstance(compiled, CompiledGraph) and compiled.fallback_reason is None \

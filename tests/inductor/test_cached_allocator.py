@@ -1,4 +1,4 @@
-"""The caching allocator behind large compiled graphs' arrays (inductor/cpp_allocator.py).
+"""The caching allocator behind large compiled graphs' arrays (inductor/codegen/cpp/allocator.py).
 
 Arrays a large graph returns come from NumPy's memory-handler API backed by
 minicompile's cache: they must own their data, be freed into the cache and
@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor import codecache, cpp_allocator, cpp_runtime
+from minicompile.inductor import codecache
+from minicompile.inductor.codegen.cpp import allocator as cpp_allocator, runtime as cpp_runtime
 
 get_handler_name = np._core.multiarray.get_handler_name
 
@@ -48,7 +49,7 @@ def test_outputs_of_a_large_graph_come_from_the_cache_and_own_their_data():
 def test_large_blocks_start_half_a_page_in():
     """Away from NumPy's own large arrays (16 bytes past a page): a kernel
     reading one of those and writing an output a little past it modulo 4096
-    stalls on 4K aliasing (cpp_allocator's kDataOffset)."""
+    stalls on 4K aliasing (the allocator's kDataOffset, in codegen/cpp/runtime.py)."""
     f = mc.compile(adam_like)
     rng = np.random.default_rng(3)
     p, g, m = (rng.standard_normal(BIG, dtype=np.float32) for _ in range(3))

@@ -1,4 +1,4 @@
-"""Float32 matmuls generated as C++ (codegen/cpp_matmul.py: a packed GEMM in the C++
+"""Float32 matmuls generated as C++ (codegen/cpp/matmul.py: a packed GEMM in the C++
 runtime library) instead of BLAS calls, with the pointwise kernel after them as their epilogue."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minicompile import config, ir
-from minicompile.inductor.codegen import cpp_matmul
+from minicompile.inductor.codegen.cpp import matmul as cpp_matmul
 from minicompile.ir import TensorMeta
 
 from inductor_testing import check

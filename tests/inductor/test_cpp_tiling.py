@@ -1,7 +1,7 @@
 """Tiled loops for transposed pointwise kernels (C++ backend), against NumPy.
 
 A kernel that stores along one loop and reads a big input along another is
-walked in tiles (:mod:`minicompile.inductor.codegen.cpp_tiling`).  The property
+walked in tiles (:mod:`minicompile.inductor.codegen.cpp.tiling`).  The property
 test shrinks the tiles and the size threshold so that small arrays with odd
 sizes (never a multiple of a tile) are tiled, with partial tiles at both ends
 of both axes, over 2-D and 3-D permutations and several dtypes.
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile import ir
-from minicompile.inductor.codegen import cpp_tiling
+from minicompile.inductor.codegen.cpp import tiling as cpp_tiling
 from minicompile.ir import TensorMeta
 
 from inductor_testing import assert_same, check, run_both

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import minicompile as mc
-from minicompile.inductor.compile_fx import CompiledGraph
+from minicompile.inductor.compiled import CompiledGraph
 from minicompile.per_shape import PerShapeCompiled
 from inductor_testing import assert_close  # noqa: E402
 

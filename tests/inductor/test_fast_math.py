@@ -169,7 +169,7 @@ def test_float32_math_vectorizes_on_this_host(fn, tmp_path):
     """A loop over each function compiles to vector code with the flags the
     cache uses (a double -> int64 conversion, which x86 has only with AVX-512,
     once kept tanh and log scalar on AVX2 machines: 4x slower than torch)."""
-    from minicompile.inductor.codegen.cpp_prelude import PRELUDE
+    from minicompile.inductor.codegen.cpp.prelude import PRELUDE
 
     from inductor_testing import assert_loop_vectorizes
 

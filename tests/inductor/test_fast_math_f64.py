@@ -1,4 +1,4 @@
-"""The vectorizable float64 exp/tanh/log of cpp_math_f64, held to stated ulp bounds.
+"""The vectorizable float64 exp/tanh/log of codegen/cpp/math_f64.py, held to stated ulp bounds.
 
 Bound: within 1 ulp of the correctly rounded result (np.longdouble math,
 80-bit x87 here, rounded to float64) and within 2 ulp of NumPy's float64
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from minicompile.inductor import codecache
-from minicompile.inductor.codegen.cpp_math_f64 import PRELUDE_F64
-from minicompile.inductor.codegen.cpp_prelude import PRELUDE
+from minicompile.inductor.codegen.cpp.math_f64 import PRELUDE_F64
+from minicompile.inductor.codegen.cpp.prelude import PRELUDE
 
 FUNCTIONS = {"exp": "mc_exp_f64", "log": "mc_log_f64", "tanh": "mc_tanh_f64"}
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from minicompile import config, ir
-from minicompile.inductor import codecache, compile_fx, compile_graph
+from minicompile.inductor import codecache, compile_graph
+from minicompile.inductor.codegen.cpp import compile as cpp_compile
 from minicompile.ir import TensorMeta
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_two_processes_compile_the_same_graph_at_once(tmp_path):
 def test_missing_compiler_falls_back_with_one_warning(fresh_cache, monkeypatch, tmp_path):
     monkeypatch.setattr(config, "cxx", str(tmp_path / "no-such-compiler"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))
-    monkeypatch.setattr(compile_fx, "_warned", False)
+    monkeypatch.setattr(cpp_compile, "_warned", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = compile_graph(small_graph(2.0), [X])
@@ -134,7 +135,7 @@ def test_missing_compiler_falls_back_with_one_warning(fresh_cache, monkeypatch, 
 
 def test_compile_error_falls_back_and_shows_the_compiler_output(fresh_cache, monkeypatch):
     monkeypatch.setattr(codecache, "compile_flags", lambda: ["-shared", "--no-such-flag"])
-    monkeypatch.setattr(compile_fx, "_warned", False)
+    monkeypatch.setattr(cpp_compile, "_warned", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = compile_graph(small_graph(), [X])

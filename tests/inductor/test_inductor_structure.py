@@ -6,7 +6,7 @@ import pytest
 
 from minicompile import ir
 from minicompile.inductor import compile_graph
-from minicompile.inductor.codegen.cpp import CPP_OPS
+from minicompile.inductor.codegen.cpp.kernel import CPP_OPS
 from minicompile.inductor.lowering import POINTWISE_KINDS
 from minicompile.ir import TensorMeta
 

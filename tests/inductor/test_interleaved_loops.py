@@ -1,4 +1,4 @@
-"""Interleaved vectors in the C++ backend (codegen/cpp_interleave.py).
+"""Interleaved vectors in the C++ backend (codegen/cpp/interleave.py).
 
 A pointwise loop that evaluates float32 exp, log or tanh runs four vectors at
 a time, statement by statement, then the elements left over.  Each element
@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_interleave, cpp_streaming
+from minicompile.inductor.codegen.cpp import interleave as cpp_interleave, streaming as cpp_streaming
 
 STEP = cpp_interleave.COPIES * 8  # float32 elements per interleaved iteration on AVX2
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from minicompile import ir
-from minicompile.inductor.codegen.cpp import SUM_CHUNK, SUM_LANES
+from minicompile.inductor.codegen.cpp.kernel import SUM_CHUNK, SUM_LANES
 from minicompile.ir import TensorMeta
 
 from inductor_testing import check, layer_norm_graph

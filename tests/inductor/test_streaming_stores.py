@@ -1,4 +1,4 @@
-"""Streaming (non-temporal) stores in the C++ backend (codegen/cpp_streaming.py).
+"""Streaming (non-temporal) stores in the C++ backend (codegen/cpp/streaming.py).
 
 Kernels that store at least ``cpp_streaming.MIN_BYTES`` write through an L1
 chunk buffer and ``mc_stream_out``, or (a row kernel's one row store) one
@@ -15,8 +15,8 @@ from hypothesis import given, settings, strategies as st
 
 import minicompile as mc
 from minicompile import config
-from minicompile.inductor.codegen import cpp_streaming
-from minicompile.inductor.codegen.cpp import PARALLEL_MIN_WORK
+from minicompile.inductor.codegen.cpp import streaming as cpp_streaming
+from minicompile.inductor.codegen.cpp.kernel import PARALLEL_MIN_WORK
 
 BIG = cpp_streaming.MIN_BYTES // 4  # float32 elements of one output at the threshold
 

@@ -259,7 +259,7 @@ def test_kernel_count_of_unfolded_batch_norm_equals_folded():
     s = g / np.sqrt(v + EPS)
     folded_w, folded_b = frozen(w * s[:, None, None], b + (conv_b - m) * s)
     frozen(w, conv_b, g, b, m, v)
-    from minicompile.inductor.compile_fx import compile_graph
+    from minicompile.inductor.codegen.cpp.compile import compile_graph
     kernels = []
 
     def counting(graph, example_inputs):

@@ -37,7 +37,7 @@ import pytest
 
 import minicompile as mc
 from minicompile import ir
-from minicompile.inductor.compile_fx import compile_graph
+from minicompile.inductor.codegen.cpp.compile import compile_graph
 from minicompile.ir import Graph, TensorMeta, indexing
 
 pytestmark = [

@@ -304,8 +304,8 @@ def test_past_the_recompile_limit_the_eager_run_is_named(monkeypatch):
 
 def test_kernels_of_graphs_allocating_from_the_cache_are_events_too():
     """A graph with large arrays runs inside the caching allocator's wrapper
-    (inductor/cpp_allocator.py); its kernels were missing from profiles."""
-    from minicompile.inductor import cpp_allocator
+    (inductor/codegen/cpp/allocator.py); its kernels were missing from profiles."""
+    from minicompile.inductor.codegen.cpp import allocator as cpp_allocator
 
     def f(x):
         return np.tanh(x) * 2.0 + x.sum()

@@ -5,10 +5,16 @@ Out: :data:`PRELUDE`, C++ source: NumPy's integer and float division and
      remainder semantics, integer power, NaN-propagating maximum/minimum, and
      vectorizable float32 exp/log/tanh with their stated error bounds (checked
      in tests/inductor/test_fast_math.py), and the value-and-position pair
-     of argmax/argmin with its OpenMP reductions.  :mod:`.cpp` names these
+     of argmax/argmin with its OpenMP reductions.  :mod:`.kernel` names these
      functions in its op table.
 """
 from __future__ import annotations
+
+# Where NumPy's PyArrayObject keeps its data pointer: right after the object
+# header (reference count and type).  Each kernel gets an ``<name>_obj`` entry
+# taking the arrays themselves, so the Python wrapper need not ask each array
+# for its address (the wrapper checks this offset once before using it).
+ARRAY_DATA_OFFSET = 16
 
 PRELUDE = r"""
 #include <cmath>

@@ -19,7 +19,7 @@ version, and malloc/calloc/realloc/free) in a capsule, installed with
 ``PyDataMem_SetHandler``.  Each array remembers the handler it was allocated
 with, so arrays allocated here are freed here, whoever frees them and when;
 arrays own their data as usual (``flags.owndata``).  The handler's functions
-are C, in the C++ runtime library (:mod:`.cpp_runtime`); blocks of at least
+are C, in the C++ runtime library (:mod:`.runtime`); blocks of at least
 ``MIN_CACHED_BYTES`` are whole ``mmap`` mappings (huge pages where the system
 allows), cached up to ``config.allocator_cache_bytes`` in all and reused by
 best fit up to twice the size asked for; smaller ones are plain ``malloc``.
@@ -36,12 +36,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import config
+from .... import config
 
 MIN_CACHED_BYTES = 1 << 20  # smaller blocks are malloc'ed: glibc reuses those itself
 
 ALLOCATOR_SOURCE = r"""
-// ---- caching allocator for NumPy arrays (see minicompile/inductor/cpp_allocator.py) ----
+// ---- caching allocator for NumPy arrays (see minicompile/inductor/codegen/cpp/allocator.py) ----
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -270,9 +270,10 @@ def handler() -> _Handler | None:
     global _handler
     with _lock:
         if _handler is False:
-            from . import codecache, cpp_runtime
+            from ... import codecache
+            from . import runtime
             try:
-                candidate = _Handler(cpp_runtime.library())
+                candidate = _Handler(runtime.library())
                 _handler = candidate if candidate.works() else None
             except (codecache.CompilerNotFound, codecache.CompileError, AttributeError, OSError):
                 _handler = None

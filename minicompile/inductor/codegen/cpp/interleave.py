@@ -34,10 +34,10 @@ from typing import Callable
 
 import numpy as np
 
-from ... import config
-from ...ir.symbolic import is_symbolic
-from .. import loop_ir as L
-from ..lowering import MASKED_OPS
+from .... import config
+from ....ir.symbolic import is_symbolic
+from ... import loop_ir as L
+from ...lowering import MASKED_OPS
 
 # Vectors in flight per loop iteration: four measured best (GELU, one core:
 # 33 cycles per vector plain, 28-29 with two, 24-26 with four).
@@ -47,7 +47,7 @@ COPIES = 4
 VECTOR_BYTES = 32
 
 PRELUDE = r"""
-// Interleaved loops (see minicompile/inductor/codegen/cpp_interleave.py) run
+// Interleaved loops (see minicompile/inductor/codegen/cpp/interleave.py) run
 // GCC's instruction scheduler before register allocation, so that the chains
 // of independent vectors overlap.
 #if defined(__GNUC__) && !defined(__clang__)

@@ -1,6 +1,6 @@
 """Tiled loops for transposes: which two loops of a pointwise kernel to block.
 
-In:  a pointwise :class:`~..scheduler.Kernel` and the layout of its buffers.
+In:  a pointwise :class:`~...scheduler.Kernel` and the layout of its buffers.
 Out: :func:`transpose_axes` — the loop a big load is contiguous along and the
      loop the stores are contiguous along, when these differ (or None); the C++
      writer then walks the two in tiles (:func:`tile_sizes` elements each way).
@@ -20,10 +20,10 @@ stride on the store's loop), never op names: a transpose, a permutation of a
 """
 from __future__ import annotations
 
-from ...ir.symbolic import size_hint
-from .. import loop_ir as L
-from ..lowering import data_loads
-from ..scheduler import Buffer, Kernel
+from ....ir.symbolic import size_hint
+from ... import loop_ir as L
+from ...lowering import data_loads
+from ...scheduler import Buffer, Kernel
 
 # Bytes of a tile along the load's loop and along the store's loop.  Chosen by
 # measuring x.T + 1.0 on 4096x4096 and 4000x4000 float32 and 4096x4096 float64

@@ -49,9 +49,10 @@ import math
 
 import numpy as np
 
-from ... import config
-from ...ir.symbolic import has_division, is_symbolic, size_hint
-from .. import loop_ir as L
+from .... import config
+from ....ir.symbolic import has_division, is_symbolic, size_hint
+from ... import loop_ir as L
+from .prelude import ARRAY_DATA_OFFSET
 
 F32 = np.dtype(np.float32)
 # Matmuls up to this many multiply-adds are generated; larger ones go to BLAS
@@ -61,11 +62,11 @@ MAX_WORK: int | None = None
 PARALLEL_MIN_WORK = 1 << 16
 
 # The GEMM itself: a library of its own, compiled once per machine and shared by
-# every graph (see :mod:`..cpp_runtime`), as ATen's GEMMs are for torch.compile;
+# every graph (see :mod:`.runtime`), as ATen's GEMMs are for torch.compile;
 # a graph's translation unit only declares it.  Compiling it with each graph would
 # add a second to every cold compile of a graph with a matmul.
 GEMM_SOURCE = r"""
-// ---- packed float32 GEMM (see minicompile/inductor/codegen/cpp_matmul.py) ----
+// ---- packed float32 GEMM (see minicompile/inductor/codegen/cpp/matmul.py) ----
 #include <cstdint>
 #include <cstdlib>
 #include <omp.h>
@@ -394,7 +395,7 @@ def fusable_epilogue(ext: L.Extern, kernel) -> bool:
     """Whether ``kernel`` (the step after ``ext``) is pointwise over the
     product's own shape and reads the product only at its own element, so it
     can run on each tile of the product as soon as the tile is done."""
-    from ..scheduler import Kernel
+    from ...scheduler import Kernel
 
     if not isinstance(kernel, Kernel) or kernel.reductions or kernel.row_pointwise \
             or tuple(kernel.ranges) != tuple(ext.shape):
@@ -439,7 +440,7 @@ def tile_axes(shape: tuple, rows: int = 1) -> dict[str, tuple[str, str]]:
 
 
 # What a graph's translation unit needs: the GEMM's type, and a pointer to it
-# that :func:`..cpp_runtime.bind` sets when the library is loaded.
+# that :func:`.runtime.bind` sets when the library is loaded.
 GEMM_DECLARATIONS = r"""
 typedef void (*mc_gemm_epilogue)(void* ctx, int64_t b, int64_t i0, int64_t rows, int64_t j0, int64_t cols);
 typedef void (*mc_gemm_fn)(const float* A, int ta, const float* B, int tb, float* C, int64_t batch, int64_t M,
@@ -474,8 +475,6 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = (),
     calls the tile function (through a context struct of those arguments) on
     each finished tile.  Each also gets an ``_obj`` entry taking NumPy arrays
     (their data pointers read in C)."""
-    from .cpp import ARRAY_DATA_OFFSET
-
     shape = eligible(ext, schedule)
     if shape is None:
         return None

@@ -2,9 +2,9 @@
 
 In:  the accumulators of one reduction stage whose reductions are all
      argmax/argmin (each a ``mc_arg<T>`` pair of the prelude, see
-     :mod:`.cpp_prelude`), and the reduction loops.
+     :mod:`.prelude`), and the reduction loops.
 Out: C++ lines, through the :class:`ArgBlockLoops` methods the kernel writer
-     (:class:`.cpp._KernelWriter`) inherits.
+     (:class:`.kernel._KernelWriter`) inherits.
 
 Updating a (value, position) pair per element is a compare and a branch: the
 loop does not vectorize, and a plain ``np.argmax`` row ran 4-5x slower than
@@ -21,7 +21,7 @@ vector loop.
 """
 from __future__ import annotations
 
-from .. import loop_ir as L
+from ... import loop_ir as L
 
 # Elements per block: long enough for the vector loop to run at full speed,
 # short enough that searching a block (the first of every row) costs little.

@@ -43,16 +43,16 @@ from typing import Callable
 
 import numpy as np
 
-from ... import config
-from .. import loop_ir as L
-from ..lowering import MASKED_OPS, data_loads, masked_parts
-from ..scheduler import Buffer, Kernel, Schedule, Store
-from ...ir.symbolic import input_symbols, is_symbolic, size_hint
-from . import cpp_interleave, cpp_matmul, cpp_streaming, cpp_tiling
-from .cpp_argreduce import ArgBlockLoops, is_blocked
-from .common import LineWriter
-from .cpp_math_f64 import PRELUDE_F64
-from .cpp_prelude import PRELUDE
+from .... import config
+from ... import loop_ir as L
+from ...lowering import MASKED_OPS, data_loads, masked_parts
+from ...scheduler import Buffer, Kernel, Schedule, Store
+from ....ir.symbolic import input_symbols, is_symbolic, size_hint
+from . import interleave, matmul, streaming, tiling
+from .reductions import ArgBlockLoops, is_blocked
+from ..common import LineWriter
+from .math_f64 import PRELUDE_F64
+from .prelude import ARRAY_DATA_OFFSET, PRELUDE
 
 # Below this many loop iterations a kernel runs on one thread: forking an
 # OpenMP team costs microseconds, more than the work itself.
@@ -91,15 +91,10 @@ CTYPES: dict[np.dtype, str] = {
 }
 HALF = np.dtype(np.float16)
 
-# Where NumPy's PyArrayObject keeps its data pointer: right after the object
-# header (reference count and type).  Each kernel gets an ``<name>_obj`` entry
-# taking the arrays themselves, so the Python wrapper need not ask each array
-# for its address (the wrapper checks this offset once before using it).
-ARRAY_DATA_OFFSET = 16
 
 
 
-# Transcendentals of our own that vectorize (cpp_prelude, cpp_math_f64): the
+# Transcendentals of our own that vectorize (prelude, math_f64): the
 # C library's are scalar calls.  float16 computes in float.
 FLOAT32_MATH: dict[str, str] = {
     "exp": "mc_exp_f32({0})",
@@ -268,10 +263,10 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.scratch: dict[L.Value, tuple[str, int]] = {}
         self.scratch_index = "0"
         # buffer -> the element a store writes instead of the output (a
-        # streamed chunk's L1 buffer, see cpp_streaming); streams: any such.
+        # streamed chunk's L1 buffer, see streaming); streams: any such.
         self.store_to: dict[str, str] = {}
         self.streams = False
-        self.scheduled = False  # interleaved: compiled with GCC's early scheduler (cpp_interleave)
+        self.scheduled = False  # interleaved: compiled with GCC's early scheduler (interleave)
 
     # -- values -----------------------------------------------------------------
 
@@ -376,13 +371,13 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
             return self._finish()
         # Tiles replace the whole output loop nest: a writer that runs the nest
         # over bounds of its own (its own open_loops) keeps it untiled.
-        axes = cpp_tiling.transpose_axes(k, self.buffers, out_vars) \
+        axes = tiling.transpose_axes(k, self.buffers, out_vars) \
             if type(self).open_loops is _KernelWriter.open_loops else None
         if axes is not None:
             self._generate_tiled(out_vars, axes, big)
             return self._finish()
         own_loops = type(self).open_loops is _KernelWriter.open_loops  # not a matmul epilogue's
-        flat = cpp_streaming.flat_loop(k, self.buffers, out_vars, self.internal) if big and own_loops else None
+        flat = streaming.flat_loop(k, self.buffers, out_vars, self.internal) if big and own_loops else None
         if flat is None:
             self._generate_nest(out_vars, red_vars, big, own_loops)
         elif flat[1] is True:
@@ -405,12 +400,12 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
     def _generate_nest(self, out_vars: list[L.Var], red_vars: list[L.Var], big: bool, own_loops: bool) -> None:
         """The loop nest over the outputs, each row's passes inside it."""
         k = self.kernel
-        stream_rows = big and own_loops and cpp_streaming.row_stores(k, self.buffers, out_vars, red_vars,
+        stream_rows = big and own_loops and streaming.row_stores(k, self.buffers, out_vars, red_vars,
                                                                        self.internal)
         pragmas: dict[int, str] = {}
         inner = len(out_vars) - 1
         simd = bool(out_vars) and not k.reductions and self._contiguous_store(out_vars[-1])
-        lanes = cpp_interleave.lanes([s.body for s in k.pointwise], out_vars[-1].size, vector_math) \
+        lanes = interleave.lanes([s.body for s in k.pointwise], out_vars[-1].size, vector_math) \
             if simd and own_loops else 0
         if lanes:
             self._generate_interleaved(out_vars, big, lanes)
@@ -570,7 +565,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
 
     def _row_pass(self, red_vars: list[L.Var], parallel: bool, pass_index: int = 0, stream: bool = False) -> None:
         """The last pass over the row: every row store, at its own index
-        (``stream``: into a row buffer in L1, then streamed out, see cpp_streaming)."""
+        (``stream``: into a row buffer in L1, then streamed out, see streaming)."""
         pragmas: dict[int, str] = {}
         contiguous = bool(red_vars) and all(
             L.linearize(s.index, self.buffers[s.buffer].strides).coeff(red_vars[-1]) == 1
@@ -623,10 +618,10 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
 
     def _generate_streaming(self, var: L.Var) -> None:
         """A one-loop pointwise kernel in chunks: the vectorized loop writes each
-        chunk of every output into an L1 buffer, which streams out (cpp_streaming)."""
+        chunk of every output into an L1 buffer, which streams out (streaming)."""
         k, n = self.kernel, var.size
-        c = cpp_streaming.chunk_elements(k, self.buffers, self.internal)
-        stored = cpp_streaming.stored_buffers(k, self.internal)
+        c = streaming.chunk_elements(k, self.buffers, self.internal)
+        stored = streaming.stored_buffers(k, self.internal)
         self.streams = True
         sizes = {self.buffers[b].dtype.itemsize for b in stored}
         if len(sizes) == 1:
@@ -675,7 +670,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
 
     def _stream_vectors(self, v: str, n: int | str, dst: dict[str, str], body: Callable[[], None],
                         chunk: int | None = None) -> None:
-        """Streaming stores straight from the computation (cpp_streaming): a
+        """Streaming stores straight from the computation (streaming): a
         plain head loop up to ``{v}_h`` (the outputs' first 32-byte boundary,
         declared by the caller), then one vector of ``32 / itemsize`` elements
         at a time, each output's lanes written to a local array the compiler
@@ -720,9 +715,9 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
 
     def _generate_interleaved(self, out_vars: list[L.Var], big: bool, lanes: int) -> None:
         """A pointwise kernel whose inner loop runs ``COPIES`` vectors of
-        ``lanes`` at a time, their statements interleaved (cpp_interleave),
+        ``lanes`` at a time, their statements interleaved (interleave),
         then the elements left over one vector loop at a time."""
-        k, var, copies = self.kernel, out_vars[-1], cpp_interleave.COPIES
+        k, var, copies = self.kernel, out_vars[-1], interleave.COPIES
         v, step = var.name, copies * lanes
         self.scheduled = True
         self.open_loops(out_vars[:-1], {0: self.parallel()} if big and len(out_vars) > 1 else {})
@@ -737,7 +732,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         self.open_block(f"for (int64_t {v}_l = 0; {v}_l < {lanes}; ++{v}_l)")
         for c in range(copies):
             self.line(f"const int64_t {v}_{c} = {v}_g + {f'{c * lanes} + ' if c else ''}{v}_l;")
-        self.lines += ["    " + line for line in cpp_interleave.interleave(body, v, copies)]
+        self.lines += ["    " + line for line in interleave.interleave(body, v, copies)]
         self.close_loops(2)
         self.line("#pragma omp simd")
         self.open_block(f"for (int64_t {v} = {v}_m; {v} < {var.size}; ++{v})")
@@ -848,10 +843,10 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         """A pointwise kernel that reads along loop ``t`` and writes along loop
         ``s`` (a transpose), in tiles over the two: the other output loops and
         the tile loops outside (one OpenMP team over all of them), then ``t``,
-        then ``s`` innermost, contiguous for the stores (:mod:`.cpp_tiling`)."""
+        then ``s`` innermost, contiguous for the stores (:mod:`.tiling`)."""
         k = self.kernel
         t, s = axes
-        sizes = dict(zip((t.name, s.name), cpp_tiling.tile_sizes(k, self.buffers)))
+        sizes = dict(zip((t.name, s.name), tiling.tile_sizes(k, self.buffers)))
         outer = [v for v in out_vars if v not in axes]
         if big:
             self.line(self.parallel(f" collapse({len(outer) + 2})"))
@@ -933,7 +928,7 @@ class _KernelWriter(ArgBlockLoops, LineWriter):
         # of a softmax pass: the innermost loop instead sums chunks of
         # SUM_CHUNK elements in float32 vectors (a few dozen adds per lane) and
         # adds each chunk's sum to the float64 accumulator.
-        if is_blocked(accs, red_vars):  # argmax/argmin only: see cpp_argreduce
+        if is_blocked(accs, red_vars):  # argmax/argmin only: see reductions
             self._arg_block_loops(accs, red_vars, parallel, pass_index)
             return
         inner = red_vars[-1] if red_vars else None
@@ -1129,7 +1124,7 @@ class _TileEpilogueWriter(_KernelWriter):
     def __init__(self, kernel: Kernel, buffers: dict[str, Buffer], internal: frozenset[str],
                  axes: dict[str, tuple[str, ...]]):
         super().__init__(kernel, buffers, internal)
-        self.axes = axes  # cpp_matmul.tile_axes
+        self.axes = axes  # matmul.tile_axes
 
     def parallel(self, extra: str = "") -> str:
         return "#pragma omp simd" if "simd" in extra else ""
@@ -1159,16 +1154,16 @@ class _TileEpilogueWriter(_KernelWriter):
 
 def matmul_epilogues(schedule: Schedule) -> dict[str, L.Extern]:
     """Each pointwise kernel that runs as the epilogue of the generated matmul
-    right before it (see :mod:`.cpp_matmul`), by kernel name."""
+    right before it (see :mod:`.matmul`), by kernel name."""
     fused = {}
     if not config.cpp_matmul_epilogues:
         return fused
     for step, nxt in zip(schedule.steps, schedule.steps[1:]):
-        if not isinstance(step, L.Extern) or cpp_matmul.eligible(step, schedule) is None \
-                or not cpp_matmul.fusable_epilogue(step, nxt):
+        if not isinstance(step, L.Extern) or matmul.eligible(step, schedule) is None \
+                or not matmul.fusable_epilogue(step, nxt):
             continue
         # The kernel's entry takes the operands as they are (no copy on the way).
-        if all(t is not None for _, t in cpp_matmul.operands(step, schedule)):
+        if all(t is not None for _, t in matmul.operands(step, schedule)):
             fused[nxt.name] = step
     return fused
 
@@ -1181,20 +1176,20 @@ def describe_matmuls(schedule: Schedule, kernel_args: dict[str, list[str]],
     fused = {ext.name: kernel for kernel, ext in epilogues.items()}
     lines = []
     for ext in schedule.steps:
-        if not isinstance(ext, L.Extern) or cpp_matmul.kernel_name(ext) not in kernel_args:
+        if not isinstance(ext, L.Extern) or matmul.kernel_name(ext) not in kernel_args:
             continue
         if ext.name in fused:
             lines.append(f"{ext.name}: generated C++ GEMM, not BLAS; {fused[ext.name]} runs on each finished tile "
                          "(epilogue fusion)")
         else:
-            lines.append(f"{ext.name}: generated C++ GEMM ({cpp_matmul.kernel_name(ext)}), not BLAS")
+            lines.append(f"{ext.name}: generated C++ GEMM ({matmul.kernel_name(ext)}), not BLAS")
     return lines
 
 
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     """The translation unit for all kernels, and each kernel's pointer arguments.
 
-    A float32 matmul generated as C++ (:mod:`.cpp_matmul`) has the entry
+    A float32 matmul generated as C++ (:mod:`.matmul`) has the entry
     ``mm_<name>``; when the pointwise kernel after it is its epilogue, that
     kernel's entry computes both (arguments ``A, B, product, its own...``) and
     ``mm_<name>``'s argument list is empty: the wrapper only allocates the product."""
@@ -1208,31 +1203,31 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
     fused = matmul_epilogues(schedule)
     externs = [e for e in schedule.steps if isinstance(e, L.Extern)]
-    if any(cpp_matmul.eligible(e, schedule) is not None for e in externs):
-        parts.append(cpp_matmul.GEMM_DECLARATIONS.strip())
+    if any(matmul.eligible(e, schedule) is not None for e in externs):
+        parts.append(matmul.GEMM_DECLARATIONS.strip())
     for ext in externs:
         if ext in fused.values():
-            args[cpp_matmul.kernel_name(ext)] = []
-        elif (text := cpp_matmul.generate(ext, schedule, symbols)) is not None:
+            args[matmul.kernel_name(ext)] = []
+        elif (text := matmul.generate(ext, schedule, symbols)) is not None:
             parts.append(text)
-            args[cpp_matmul.kernel_name(ext)] = [b for b, _ in cpp_matmul.operands(ext, schedule)] + [ext.name]
+            args[matmul.kernel_name(ext)] = [b for b, _ in matmul.operands(ext, schedule)] + [ext.name]
     for kernel in schedule.kernels:
         internal = _internal_stores(schedule, kernel)
         ext = fused.get(kernel.name)
         if ext is not None:
-            axes = cpp_matmul.tile_axes(tuple(ext.shape), cpp_matmul.row_axes(ext, schedule))
+            axes = matmul.tile_axes(tuple(ext.shape), matmul.row_axes(ext, schedule))
             writer = _TileEpilogueWriter(kernel, schedule.buffers, internal, axes)
         else:
             writer = _KernelWriter(kernel, schedule.buffers, internal)
         writer.symbols = symbols
         text, params = writer.generate()
-        for used, prelude in ((writer.streams, cpp_streaming.PRELUDE), (writer.scheduled, cpp_interleave.PRELUDE)):
+        for used, prelude in ((writer.streams, streaming.PRELUDE), (writer.scheduled, interleave.PRELUDE)):
             if used and prelude.strip() not in parts:
                 parts.insert(2, prelude.strip())
         parts.append(text)
         if ext is not None:
-            parts.append(cpp_matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))
-            args[kernel.name] = [b for b, _ in cpp_matmul.operands(ext, schedule)] + [ext.name] + params
+            parts.append(matmul.generate(ext, schedule, symbols, (kernel.name, writer.array_params)))
+            args[kernel.name] = [b for b, _ in matmul.operands(ext, schedule)] + [ext.name] + params
             continue
         reads = len(params) - len(kernel.stores) + len(internal)
         parts.append(_object_entry(kernel.name, [schedule.buffers[b] for b in params], reads, symbols))

@@ -1,14 +1,14 @@
-"""The inductor's entry point: ``ir.Graph`` -> a callable running generated C++.
+"""The C++ backend's entry point: ``ir.Graph`` -> a callable running generated C++.
 
 In:  a graph and example inputs (their shapes, dtypes and strides are what
      every later call will pass; the caller guards that).
 Out: a :class:`CompiledGraph`, called like the graph itself.
 
-The pipeline, one module per stage: decompositions (``decompositions``) ->
+The pipeline, one module per stage: decompositions (``inductor.decompositions``) ->
 constant folding, simplification, CSE and dead-code elimination (``ir.passes``) ->
-lowering to loop IR (``lowering``) -> scheduling and fusion (``scheduler``) ->
-C++ (``codegen.cpp``) and the Python wrapper (``wrapper``) -> compiled and
-loaded through the cache (``codecache``).  When no C++ compiler is available,
+lowering to loop IR (``inductor.lowering``) -> scheduling and fusion
+(``inductor.scheduler``) -> C++ (``kernel``) and the Python wrapper (``wrapper``)
+-> compiled and loaded through the cache (``inductor.codecache``).  When no C++ compiler is available,
 or compiling fails, the result runs the graph through NumPy instead and says
 why, once per process.
 """
@@ -18,11 +18,11 @@ import warnings
 
 import numpy as np
 
-from .. import ir, logs, per_shape
-from ..ir import passes, symbolic
-from . import codecache, cpp_runtime, decompositions, memory, scheduler, wrapper
-from .codegen import cpp
-from .compiled import CompiledGraph
+from .... import ir, logs, per_shape
+from ....ir import passes, symbolic
+from ... import codecache, decompositions, memory, scheduler
+from . import kernel as cpp, runtime, wrapper
+from ...compiled import CompiledGraph
 
 
 _warned = False
@@ -74,7 +74,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     if kernel_args:  # loop kernels, or matmuls generated as kernels
         try:
             lib, _, flags = codecache.load(source)
-            cpp_runtime.bind(lib)  # the GEMM of matmuls generated as C++
+            runtime.bind(lib)  # the GEMM of matmuls generated as C++
         except codecache.CompilerNotFound as why:
             return _fallback(graph, str(why), schedule_text)
         except codecache.CompileError as why:

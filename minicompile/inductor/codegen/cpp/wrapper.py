@@ -1,6 +1,6 @@
 """The wrapper: the Python function that runs a schedule.
 
-In:  a :class:`~.scheduler.Schedule` and each kernel's pointer arguments.
+In:  a :class:`~...scheduler.Schedule` and each kernel's pointer arguments.
 Out: :func:`generate` writes the source of ``def call(<inputs>)``, which
      allocates every buffer with ``np.empty``, calls the kernels through
      ctypes in order, runs Externs, and returns the outputs in graph order;
@@ -21,16 +21,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import config
-from ..ir.dtypes import short_name
-from ..ir.graph import format_value
-from ..ir.symbolic import input_symbols, is_symbolic
-from . import loop_ir as L
-from . import cpp_allocator, memory
-from .codegen import cpp_matmul
-from .codegen.common import Names, extern_call
-from .codegen.cpp import ARRAY_DATA_OFFSET
-from .scheduler import Kernel, Schedule
+from .... import config
+from ....ir.dtypes import short_name
+from ....ir.graph import format_value
+from ....ir.symbolic import input_symbols, is_symbolic
+from ... import loop_ir as L
+from ... import memory
+from . import allocator, matmul
+from ..common import Names, extern_call
+from .prelude import ARRAY_DATA_OFFSET
+from ...scheduler import Kernel, Schedule
 
 
 def _data_field_is_where_expected() -> bool:
@@ -159,7 +159,7 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
-        generated = cpp_matmul.kernel_name(ext)
+        generated = matmul.kernel_name(ext)
         if generated in self.kernel_args:
             self._generated_extern(ext, generated)
             return
@@ -213,7 +213,7 @@ def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: me
     for step in schedule.steps:
         if not isinstance(step, L.Extern):
             continue
-        if cpp_matmul.kernel_name(step) in kernel_args:
+        if matmul.kernel_name(step) in kernel_args:
             products.add(step.name)
         else:
             seen_by_numpy |= set(step.inputs)
@@ -265,7 +265,7 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         fn.restype = None
         namespace[kernel.name] = fn
     for ext in schedule.steps:
-        name = cpp_matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
+        name = matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
         if kernel_args.get(name):  # an empty list: the matmul runs inside its epilogue's kernel
             fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
             fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3 \
@@ -274,7 +274,7 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
             namespace[name] = fn
     exec(compile(source, "<minicompile wrapper>", "exec"), namespace)
     call = namespace["call"]
-    return cpp_allocator.allocating_from_cache(call) if allocates_large_arrays(schedule) else call
+    return allocator.allocating_from_cache(call) if allocates_large_arrays(schedule) else call
 
 
 def allocates_large_arrays(schedule: Schedule) -> bool:
@@ -284,7 +284,7 @@ def allocates_large_arrays(schedule: Schedule) -> bool:
         if buf.kind != "input":
             if any(is_symbolic(d) for d in buf.shape):
                 return True
-            if buf.numel * buf.dtype.itemsize >= cpp_allocator.MIN_CACHED_BYTES:
+            if buf.numel * buf.dtype.itemsize >= allocator.MIN_CACHED_BYTES:
                 return True
     return False
 

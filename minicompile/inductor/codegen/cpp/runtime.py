@@ -1,11 +1,11 @@
 """The C++ runtime library: code every generated kernel library may call.
 
-In:  a kernel library (``ctypes.CDLL``) just loaded by :mod:`.codecache`.
+In:  a kernel library (``ctypes.CDLL``) just loaded by :mod:`...codecache`.
 Out: :func:`bind` hands it the runtime's entry points — today the packed
-     float32 GEMM of :mod:`.codegen.cpp_matmul` — through the ``mc_bind_*``
+     float32 GEMM of :mod:`.matmul` — through the ``mc_bind_*``
      setters the library exports (a library without them needs nothing).
      :func:`library` is the runtime itself, which also holds the caching
-     allocator of :mod:`.cpp_allocator`.
+     allocator of :mod:`.allocator`.
 
 Why a library of its own: the GEMM is the same for every graph, and compiling
 it takes about a second — as long as a whole graph's kernels.  It is compiled
@@ -22,12 +22,12 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from .. import config
-from . import codecache
-from .codegen import cpp_matmul
-from .cpp_allocator import ALLOCATOR_SOURCE
+from .... import config
+from ... import codecache
+from . import matmul
+from .allocator import ALLOCATOR_SOURCE
 
-SOURCE = cpp_matmul.GEMM_SOURCE + ALLOCATOR_SOURCE
+SOURCE = matmul.GEMM_SOURCE + ALLOCATOR_SOURCE
 
 _lock = threading.Lock()
 _gemm: int | None = None

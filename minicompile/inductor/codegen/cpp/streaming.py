@@ -57,17 +57,17 @@ from __future__ import annotations
 import functools
 import operator
 
-from ... import config
-from ...ir.symbolic import is_symbolic
-from .. import loop_ir as L
-from ..scheduler import Buffer, Kernel
+from .... import config
+from ....ir.symbolic import is_symbolic
+from ... import loop_ir as L
+from ...scheduler import Buffer, Kernel
 
 MIN_BYTES = 16 << 20
 CHUNK_BYTES = 1024
 COMPUTE_BOUND_OPS = frozenset({"exp", "log", "tanh", "sin", "cos", "power"})
 
 PRELUDE = r"""
-// Streaming stores (see minicompile/inductor/codegen/cpp_streaming.py): copy n
+// Streaming stores (see minicompile/inductor/codegen/cpp/streaming.py): copy n
 // elements from an L1 buffer to dst, whole 32-byte vectors with non-temporal
 // stores, the unaligned head and the tail with plain ones.  Compiler builtins,
 // not <immintrin.h>: that header alone takes most of a second to compile.

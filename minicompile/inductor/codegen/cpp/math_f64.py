@@ -1,6 +1,6 @@
 """Vectorizable float64 exp, tanh and log for the C++ prelude.
 
-In:  nothing (appended after :data:`.cpp_prelude.PRELUDE`, whose ``MC_FMA``,
+In:  nothing (appended after :data:`.prelude.PRELUDE`, whose ``MC_FMA``,
      ``<cmath>`` and ``<cstdint>`` it uses).
 Out: :data:`PRELUDE_F64`, C++ source: ``mc_exp_f64``, ``mc_tanh_f64`` and ``mc_log_f64``,
      with the bit-cast helpers ``mc_bits_to_double`` / ``mc_double_to_bits``.
