@@ -31,7 +31,7 @@ def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
 
 def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
-    from .inductor.triton_wrapper import compile_graph  # imported lazily: needs triton
+    from .inductor.codegen.triton.compile import compile_graph  # imported lazily: needs triton
 
     if not graph.is_dynamic:
         return compile_graph(graph, example_inputs)

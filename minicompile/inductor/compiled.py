@@ -4,7 +4,7 @@ In:  a graph, the callable that runs it, and what compiling it produced (the
      kernel source, the Python wrapper, the compiler flags, the schedule).
 Out: :class:`CompiledGraph`, called like the graph itself; ``str()`` shows
      every artifact.  The C++ backend (:mod:`.codegen.cpp.compile`) returns one, the
-     Triton backend a subclass (:mod:`.triton_wrapper`).
+     Triton backend a subclass (:mod:`.codegen.triton.compile`).
 """
 from __future__ import annotations
 

@@ -149,8 +149,7 @@ def test_triton_arg_reduction_matches_numpy(case, looped, after_max):
     """Triton's interpreter: persistent rows, looped rows (a small PERSISTENT_MAX),
     and an argmax in a row group after the row's max (``argmax(x - max)``)."""
     pytest.importorskip("triton")
-    from minicompile.inductor import triton_wrapper
-    from minicompile.inductor.codegen import triton as tg
+    from minicompile.inductor.codegen.triton import compile as triton_compile, kernel as tg
 
     if case["shape"] and max(case["shape"]) > 300:
         case["shape"] = tuple(min(n, 300) for n in case["shape"])  # the interpreter is slow
@@ -166,7 +165,7 @@ def test_triton_arg_reduction_matches_numpy(case, looped, after_max):
             mock.patch.object(tg, "PERSISTENT_MAX", 8 if looped else tg.PERSISTENT_MAX):
         warnings.simplefilter("ignore")
         expected = ir.dead_code_elimination(graph)(*inputs)
-        compiled = triton_wrapper.compile_graph(graph, inputs)
+        compiled = triton_compile.compile_graph(graph, inputs)
         actual = compiled(*inputs)
     assert_same(expected, actual, f"{case}\n{compiled}", graph)
     assert "extern" not in str(compiled.schedule), compiled.schedule

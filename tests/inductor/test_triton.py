@@ -21,8 +21,8 @@ pytest.importorskip("triton")
 
 import minicompile as mc  # noqa: E402
 from minicompile import ir  # noqa: E402
-from minicompile.inductor import triton_versions, triton_wrapper  # noqa: E402
-from minicompile.inductor.codegen import triton as tg  # noqa: E402
+from minicompile.inductor.codegen.triton import compile as triton_compile, kernel as tg  # noqa: E402
+from minicompile.inductor.codegen.triton import versions as triton_versions  # noqa: E402
 from minicompile.ir import TensorMeta  # noqa: E402
 
 from inductor_testing import assert_same  # noqa: E402
@@ -256,7 +256,7 @@ def _run_both(graph: ir.Graph, inputs: list):
             expected = ir.dead_code_elimination(graph)(*inputs)
         except Exception as why:
             expected = why
-        compiled = triton_wrapper.compile_graph(graph, inputs)
+        compiled = triton_compile.compile_graph(graph, inputs)
         try:
             actual = compiled(*inputs)
         except Exception as why:

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 pytest.importorskip("triton")
 
 import minicompile as mc  # noqa: E402
-from minicompile.inductor import triton_runtime, triton_versions, triton_wrapper  # noqa: E402
-from minicompile.inductor.codegen.triton import TritonKernel  # noqa: E402
+from minicompile.inductor.codegen.triton import compile as triton_compile, runtime as triton_runtime  # noqa: E402
+from minicompile.inductor.codegen.triton import versions as triton_versions  # noqa: E402
+from minicompile.inductor.codegen.triton.kernel import TritonKernel  # noqa: E402
 from minicompile.per_shape import PerShapeCompiled  # noqa: E402
 from minicompile.ir.symbolic import ShapeEnv  # noqa: E402
 from inductor_testing import assert_close  # noqa: E402
@@ -39,13 +40,13 @@ def rand(*shape, dtype=np.float32):
 def compiles(monkeypatch):
     """Counts the triton backend's compiles (each one generates and loads a kernel module)."""
     calls = []
-    original = triton_wrapper.compile_graph
+    original = triton_compile.compile_graph
 
     def counted(graph, example_inputs, sizes_as_args=False):
         calls.append(sizes_as_args)
         return original(graph, example_inputs, sizes_as_args)
 
-    monkeypatch.setattr(triton_wrapper, "compile_graph", counted)
+    monkeypatch.setattr(triton_compile, "compile_graph", counted)
     return calls
 
 
@@ -86,7 +87,7 @@ def test_several_sizes_one_compile(fn, compiles):
         assert_close(compiled(*args), fn(*args))
     assert len(compiled.cache) == 1
     entry = compiled.cache[0].compiled
-    assert isinstance(entry, triton_wrapper.TritonCompiledGraph), entry
+    assert isinstance(entry, triton_compile.TritonCompiledGraph), entry
     assert compiles == [True]  # one compile, kernels taking the sizes
     assert entry.kernels and all(k.sizes == ["s0", "s1"] for k in entry.module.kernels.values())
     assert "s0 = " in entry.wrapper_source
@@ -138,7 +139,7 @@ def test_automatic_dynamic_after_a_size_change(compiles):
         args = inputs(n, 8)
         assert_close(compiled(*args), broadcast(*args))
     assert len(compiled.cache) == 2 and compiles == [False, True]
-    assert isinstance(compiled.cache[1].compiled, triton_wrapper.TritonCompiledGraph)
+    assert isinstance(compiled.cache[1].compiled, triton_compile.TritonCompiledGraph)
 
 
 def test_a_strided_slice_still_compiles_per_shape():
@@ -165,7 +166,7 @@ def test_random_size_sequences_equal_numpy(sizes, fn):
     # does): a later call with unequal ones fails that guard and compiles once more.
     (n0, m0), later = sizes[0], sizes[1:]
     assert len(compiled.cache) == (2 if n0 == m0 and any(n != m for n, m in later) else 1)
-    assert all(isinstance(e.compiled, triton_wrapper.TritonCompiledGraph) for e in compiled.cache)
+    assert all(isinstance(e.compiled, triton_compile.TritonCompiledGraph) for e in compiled.cache)
 
 
 def test_specialization_key_covers_int_arguments():

@@ -1,6 +1,6 @@
 """Row fusion for Triton: consecutive kernels over the same rows become one persistent kernel.
 
-In:  a :class:`~.scheduler.Schedule`.  Softmax schedules as four kernels —
+In:  a :class:`~...scheduler.Schedule`.  Softmax schedules as four kernels —
      row max, ``exp(x - max)`` over the matrix, row sum, the division — because
      a pointwise kernel over ``[R, C]`` cannot join a reduction over ``[R, 1]``
      in a loop nest: the reduction's result is only ready after its loop.
@@ -26,10 +26,10 @@ import math
 from dataclasses import dataclass, field, replace
 
 
-from ..ir.symbolic import is_symbolic
-from . import loop_ir as L
-from .codegen import triton as tg
-from .scheduler import Buffer, Kernel, Schedule
+from ....ir.symbolic import is_symbolic
+from ... import loop_ir as L
+from . import kernel as tg
+from ...scheduler import Buffer, Kernel, Schedule
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _produced_at(kernel: Kernel) -> dict[str, tuple]:
 
 
 def _reads(step) -> set[str]:
-    from .triton_matmul import _reads as reads  # one definition of "what a step reads"
+    from .matmul import _reads as reads  # one definition of "what a step reads"
 
     if isinstance(step, RowGroup):
         return {b for k in step.kernels for b in reads(k)}

@@ -1,6 +1,6 @@
 """Running generated Triton kernels: on a GPU with CuPy arrays, or in Triton's interpreter with NumPy arrays.
 
-In:  a generated module source (:mod:`.codegen.triton`) and whether it runs on
+In:  a generated module source (:mod:`.kernel`) and whether it runs on
      the GPU or in the interpreter.
 Out: :func:`load` returns the imported module; :class:`Launcher` calls one of
      its kernels on arrays, picking launch settings by timing them on the GPU
@@ -34,10 +34,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import config
-from ..ir.symbolic import substitute
-from . import triton_versions
-from .codegen.triton import TritonKernel
+from .... import config
+from ....ir.symbolic import substitute
+from . import versions
+from .kernel import TritonKernel
 
 _lock = threading.Lock()
 _modules: dict[tuple[str, bool], ModuleType] = {}
@@ -111,7 +111,7 @@ def _import_triton(interpret: bool) -> None:
     import triton  # noqa: F401
 
     if interpret:
-        triton_versions.patch_interpreter()
+        versions.patch_interpreter()
 
 
 def load(source: str, interpret: bool) -> ModuleType:
@@ -173,7 +173,7 @@ class Launcher:
     Triton's own launch path — re-binding the arguments, computing their
     specialization, looking the kernel up, building launch metadata — is
     skipped: the kernel is compiled once per specialization key and run by its
-    low-level launcher (:func:`~.triton_versions.low_level_launch`) on CuPy's
+    low-level launcher (:func:`~.versions.low_level_launch`) on CuPy's
     current stream, and after a first call on 16-byte aligned arrays
     :attr:`fast` is a generated function that does only what depends on the
     arguments: read the addresses, check their alignment and that each size
@@ -200,7 +200,7 @@ class Launcher:
         if self.config is None:
             self.config = autotune(self, args)
         self.launch(self.config, args)
-        if self.on_gpu and not triton_versions.launch_hooks_active():
+        if self.on_gpu and not versions.launch_hooks_active():
             self.fast = self.fast_path(self.config, args)
         return None
 
@@ -222,7 +222,7 @@ class Launcher:
             with INTERPRETER_LOCK, np.errstate(all="ignore"):
                 self.fn[(grid,)](*[HostPointer(a) for a in arrays], *sizes, **cfg)
             return
-        if triton_versions.launch_hooks_active():  # a profiler listens: Triton's own path
+        if versions.launch_hooks_active():  # a profiler listens: Triton's own path
             self.fn[(grid,)](*[DevicePointer(a) for a in arrays], *sizes, **cfg)
             return
         pointers = [a.data.ptr for a in arrays]
@@ -233,13 +233,13 @@ class Launcher:
                         sizes: tuple[int, ...] = ()) -> Callable[..., None]:
         """The compiled kernel for this config and the specialization of these
         pointers and sizes (a size of another class compiles another kernel)."""
-        key = (tuple(cfg.items()), triton_versions.specialization_key(tuple(pointers), sizes))
+        key = (tuple(cfg.items()), versions.specialization_key(tuple(pointers), sizes))
         run = self.compiled.get(key)
         if run is None:
             grid = (grid_size(self.kernel, cfg, sizes),)
             args = [DevicePointer(a) for a in arrays] + list(sizes)
-            kernel = triton_versions.compile_only(self.fn, args, grid, cfg)
-            run = self.compiled[key] = triton_versions.low_level_launch(kernel)
+            kernel = versions.compile_only(self.fn, args, grid, cfg)
+            run = self.compiled[key] = versions.low_level_launch(kernel)
         return run
 
     def fast_path(self, cfg: dict[str, int], args: tuple) -> Callable[..., None] | None:

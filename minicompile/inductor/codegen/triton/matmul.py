@@ -1,6 +1,6 @@
 """The Triton matmul template and the pass that fuses epilogues into it.
 
-In:  a :class:`~.scheduler.Schedule` in which every matmul is an Extern (the
+In:  a :class:`~...scheduler.Schedule` in which every matmul is an Extern (the
      scheduler does not know templates).
 Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D or
      batched (3-D) float16 or float32 matmul is a :class:`MatmulTemplate` step, together with the
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..ir.symbolic import is_symbolic
-from . import loop_ir as L
-from .codegen import triton as tg
-from .scheduler import Buffer, Kernel, Schedule
-from .triton_versions import DOT_IEEE
+from ....ir.symbolic import is_symbolic
+from ... import loop_ir as L
+from . import kernel as tg
+from ...scheduler import Buffer, Kernel, Schedule
+from .versions import DOT_IEEE
 
 MATMUL_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 

@@ -9,9 +9,10 @@ Out: :func:`compile_graph` returns a :class:`TritonCompiledGraph`, called like
 The pipeline is the C++ backend's up to the schedule (lowering, inlining,
 fusion), then: nodes whose ops have no exact Triton form become Externs
 (:func:`schedule_for_triton`), matmuls become templates with their epilogues
-fused (:mod:`.triton_matmul`), kernels over the same rows become one
-persistent kernel (:mod:`.triton_rows`), kernels are generated (:mod:`.codegen.triton`)
-and a Python wrapper is written that allocates every buffer (``np.empty`` or
+fused (:mod:`.matmul`), kernels over the same rows become one
+persistent kernel (:mod:`.rows`), kernels are generated (:func:`generate`: the
+template, the row groups, and the loop kernels of :mod:`.kernel`) and a Python
+wrapper is written (:mod:`.wrapper`) that allocates every buffer (``np.empty`` or
 ``cupy.empty``), launches the kernels in order and runs Externs.  An Extern
 is the op's NumPy reference; given CuPy arrays, NumPy hands the call to CuPy
 (``__array_ufunc__``/``__array_function__``), and an op CuPy lacks is refused
@@ -19,23 +20,26 @@ when compiling, with its name.
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 import numpy as np
 
-from .. import ir, logs
-from ..ir.dtypes import short_name
-from ..ir.graph import format_value
-from ..ir.symbolic import SymbolicUnsupported, has_division, input_symbols
-from . import loop_ir as L
-from . import scheduler, triton_runtime
-from .codegen import triton as tg
-from .codegen.common import Names, extern_call
-from .compiled import CompiledGraph
-from .lowering import lower_extern
-from .triton_matmul import MatmulTemplate, fuse_matmul_epilogues
-from .triton_rows import RowGroup, fuse_rows
+from .... import ir, logs
+from ....ir.dtypes import short_name
+from ....ir.symbolic import SymbolicUnsupported, has_division, input_symbols
+from ... import loop_ir as L
+from ... import scheduler
+from ...compiled import CompiledGraph
+from ...lowering import lower_extern
+from ...scheduler import Kernel, Schedule
+from . import kernel as tg, runtime
+from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
+                     reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
+from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
+from .rows import RowGroup, fuse_rows, row_kernel
+from .wrapper import WrapperWriter
 
 
 class TritonCompiledGraph(CompiledGraph):
@@ -56,7 +60,7 @@ class TritonCompiledGraph(CompiledGraph):
 def _stand_in(x: Any) -> Any:
     """A NumPy array with a CuPy array's shape, dtype and strides, for the scheduler
     (which reads only those).  Its memory is one element and is never read."""
-    if not triton_runtime.is_cupy(x):
+    if not runtime.is_cupy(x):
         return x
     base = np.empty(1, x.dtype)
     return np.lib.stride_tricks.as_strided(base, x.shape, x.strides)
@@ -76,93 +80,8 @@ def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Sche
     return s.run()
 
 
-class _WrapperWriter:
-    def __init__(self, s: scheduler.Schedule, module: tg.TritonModule, on_gpu: bool):
-        self.s, self.module, self.on_gpu = s, module, on_gpu
-        self.lines: list[str] = []
-        reserved = {"np", "nan", "inf", "_xp", "_empty"} | {k.name for k in module.kernels.values()}
-        reserved |= {f"_op_{n.op.name}" for n in s.graph.calls}
-        reserved |= {f"_{short_name(b.dtype)}" for b in s.buffers.values()}
-        # Size symbols (dynamic shapes): read off the inputs on entry, passed to every kernel.
-        self.symbols = input_symbols([p.meta.shape for p in s.graph.placeholders])
-        reserved |= set(self.symbols)
-        self.names = Names(reserved)
-        self.var: dict[str, str] = {}
-        self.kernel_read = {b for k in module.kernels.values() for b in k.params}
-
-    def emit(self, text: str) -> None:
-        self.lines.append("    " + text)
-
-    def array(self, name: str) -> str:
-        if name in self.var:
-            return self.var[name]
-        node = self.s.views[name]
-        base = self.array(node.inputs[0].name)
-        consts = ", ".join(format_value(a) for a in node.args[1:])
-        local = self.names.new(name)
-        self.emit(f"{local} = _op_{node.op.name}({base}, {consts})  # view")
-        self.var[name] = local
-        return local
-
-    def generate(self) -> str:
-        params = []
-        for layout in self.s.inputs:
-            local = self.names.new(layout.name)
-            params.append(local)
-            self.var[layout.name] = local
-        for sym, (i, axis) in self.symbols.items():
-            self.emit(f"{sym} = {params[i]}.shape[{axis}]")
-        for layout, param in zip(self.s.inputs, params):
-            if layout.needs_array:
-                dtype = f"_{short_name(self.s.buffers[layout.name].dtype)}"
-                local = self.names.new(f"{layout.name}_c")
-                self.emit(f"{local} = _xp.asarray({param}, dtype={dtype}, order=\"C\")")
-                self.var[layout.name] = local
-        for step in self.s.steps:
-            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup)):
-                self._kernel(step)
-            else:
-                self._extern(step)
-        results = []
-        for out in self.s.graph.outputs:
-            if out.kind == "placeholder":
-                results.append(params[[p.name for p in self.s.inputs].index(out.name)])
-                continue
-            expr = self.array(out.name)
-            scalar = out.op.kind == "reduction" or out.op.ufunc is not None
-            buf = self.s.buffers.get(out.name)
-            if not self.on_gpu and out.shape == () and scalar and buf is not None and buf.kind == "kernel":
-                expr += "[()]"  # eager NumPy returns a scalar here
-            results.append(expr)
-        ret = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
-        self.emit(f"return {ret}")
-        return "\n".join([f"def call({', '.join(params)}):"] + self.lines) + "\n"
-
-    def _kernel(self, step: Any) -> None:
-        stores = step.stores if isinstance(step, (MatmulTemplate, RowGroup)) else [st.buffer for st in step.stores]
-        for name in stores:
-            buf = self.s.buffers[name]
-            local = self.names.new(f"buf_{name}")
-            self.var[name] = local
-            self.emit(f"{local} = _empty({buf.shape!r}, _{short_name(buf.dtype)})")
-        kernel = self.module.kernels.get(id(step))
-        if kernel is None:
-            self.emit("# nothing to compute (empty output)")
-            return
-        self.emit(f"{kernel.name}({', '.join([self.var[b] for b in kernel.params] + kernel.sizes)})")
-
-    def _extern(self, ext: L.Extern) -> None:
-        call = extern_call(ext, self.array)
-        local = self.names.new(f"buf_{ext.name}")
-        self.var[ext.name] = local
-        if ext.name in self.kernel_read:
-            # Kernels read it with baked-in contiguous strides and its dtype.
-            call = f"_xp.asarray({call}, dtype=_{short_name(ext.dtype)}, order=\"C\")"
-        self.emit(f"{local} = {call}  # {ext.reason}")
-
-
 def _check_gpu_externs(s: scheduler.Schedule) -> None:
-    cp = triton_runtime.cupy_module()
+    cp = runtime.cupy_module()
     for step in s.steps:
         if isinstance(step, L.Extern) and not hasattr(cp, step.op_name) \
                 and not ir.get_op(step.op_name).extra.get("array_api"):
@@ -177,8 +96,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     arguments (raises :class:`SymbolicUnsupported` where they cannot)."""
     if graph.is_dynamic and not sizes_as_args:
         raise SymbolicUnsupported("symbolic sizes need sizes_as_args=True")
-    on_gpu = any(triton_runtime.is_cupy(x) for x in example_inputs)
-    if on_gpu and not all(triton_runtime.is_cupy(x) for x in example_inputs):
+    on_gpu = any(runtime.is_cupy(x) for x in example_inputs)
+    if on_gpu and not all(runtime.is_cupy(x) for x in example_inputs):
         raise TypeError("backend='triton': inputs mix CuPy (GPU) and NumPy (host) arrays")
     graph = ir.dead_code_elimination(graph)
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
@@ -187,26 +106,26 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     sched = fuse_rows(fuse_matmul_epilogues(sched))
     if on_gpu:
         _check_gpu_externs(sched)
-    module = tg.generate(sched)
+    module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
     for k in module.kernels.values() if sizes_as_args else ():
         used = set(re.findall(r"\bs\d+\b", re.sub(r"#.*", "", k.source)))
         if used - set(k.sizes) or set(k.sizes) - set(readable):
             raise SymbolicUnsupported(f"{k.name}: a size symbol that is no kernel argument or input size")
-    wrapper_source = _WrapperWriter(sched, module, on_gpu).generate()
+    wrapper_source = WrapperWriter(sched, module, on_gpu).generate()
     logs.log("output_code", lambda: f"{module.source}\n# wrapper\n{wrapper_source}")
-    xp = triton_runtime.cupy_module() if on_gpu else np
+    xp = runtime.cupy_module() if on_gpu else np
     namespace: dict[str, Any] = {"np": np, "_xp": xp, "_empty": xp.empty,
                                  "nan": float("nan"), "inf": float("inf")}
     for buf in sched.buffers.values():
         namespace[f"_{short_name(buf.dtype)}"] = buf.dtype
     for node in sched.graph.calls:
         namespace[f"_op_{node.op.name}"] = node.op.impl
-    launchers: dict[str, triton_runtime.Launcher] = {}
+    launchers: dict[str, runtime.Launcher] = {}
     if module.kernels:
-        loaded = triton_runtime.load(module.source, interpret=not on_gpu)
+        loaded = runtime.load(module.source, interpret=not on_gpu)
         for k in module.kernels.values():
-            namespace[k.name] = launchers[k.name] = triton_runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
+            namespace[k.name] = launchers[k.name] = runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
     exec(compile(wrapper_source, "<minicompile triton wrapper>", "exec"), namespace)
     names = [k.name for k in module.kernels.values()]
     kernel_source = module.source if module.kernels else ""
@@ -217,6 +136,38 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     compiled.kernel_origins = {module.kernels[id(s)].name: list(s.origins) for s in sched.steps
                                if id(s) in module.kernels}
     return compiled
+
+
+def generate(schedule: Schedule) -> TritonModule:
+    """The module source of every kernel in ``schedule`` (after the matmul and row passes):
+    each step goes to the writer of its kind (template, row group, loop kernel)."""
+    op_of = {n.name: n.op.name for n in schedule.graph.calls}
+    kernels: dict[int, TritonKernel] = {}
+    index = 0
+    for step in schedule.steps:
+        if isinstance(step, MatmulTemplate):
+            tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of), schedule.buffers)
+        elif isinstance(step, RowGroup):
+            tk = row_kernel(step, kernel_name("per", index, step.origins, op_of), schedule.buffers)
+        elif isinstance(step, Kernel):
+            if 0 in step.ranges:
+                continue  # an empty output: nothing to compute
+            if step.reductions:
+                prefix = "per" if is_persistent(math.prod(step.reduction_ranges)) else "red"
+                tk = reduction_kernel(step, kernel_name(prefix, index, step.origins, op_of), schedule.buffers)
+            else:
+                name = kernel_name("poi", index, step.origins, op_of)
+                axes = tile_axes(step, schedule.buffers)
+                tk = (tiled_pointwise_kernel(step, name, schedule.buffers, axes) if axes
+                      else pointwise_kernel(step, name, schedule.buffers))
+        else:
+            continue
+        tk.sizes = size_params(schedule.buffers)
+        kernels[id(step)] = tk
+        index += 1
+    header = "# Generated by minicompile's inductor (Triton backend).\n"
+    source = header + PRELUDE + "".join(f"\n\n{k.source}\n" for k in kernels.values())
+    return TritonModule(source, kernels)
 
 
 def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
