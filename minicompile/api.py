@@ -44,7 +44,7 @@ def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
 
 def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
-    from .inductor.codegen.spyre import compile_graph  # imported lazily: the simulator is large
+    from .inductor.codegen.spyre.compile import compile_graph  # imported lazily: the simulator is large
 
     return _per_shape(compile_graph, graph, example_inputs, "spyre")
 

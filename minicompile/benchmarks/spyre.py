@@ -25,7 +25,7 @@ CHAIN = (256, 256, 256)  # rows, features, outputs
 
 
 def matmul_utilization(double_buffer: bool, shape=MATMUL) -> dict:
-    from ..inductor.spyre_matmul import matmul_cycles_program
+    from ..inductor.codegen.spyre.matmul import matmul_cycles_program
     program = matmul_cycles_program(*shape, double_buffer=double_buffer)
     _, report = simulate(program, functional=False)
     return {"double_buffer": double_buffer, "cycles": report.total_cycles,
@@ -41,7 +41,7 @@ def _chain(x, w, b, W):
 
 def chain_traffic(fuse: bool, shape=CHAIN) -> dict:
     from .. import api
-    from ..inductor.codegen.spyre import compile_graph
+    from ..inductor.codegen.spyre.compile import compile_graph
     rows, features, outputs = shape
     rng = np.random.default_rng(0)
     args = (rng.standard_normal((rows, features)).astype(np.float32),
@@ -65,7 +65,7 @@ def chain_traffic(fuse: bool, shape=CHAIN) -> dict:
 
 def _compiled(fn, args, **options):
     from .. import api
-    from ..inductor.codegen.spyre import compile_graph
+    from ..inductor.codegen.spyre.compile import compile_graph
     compiled = []
 
     def backend(graph, example_inputs):
@@ -110,7 +110,7 @@ def _coverage_programs() -> dict:
 
 def coverage() -> list[dict]:
     """For each op kind: device programs, host steps and the host's reasons."""
-    from ..inductor.codegen.spyre import HostStep
+    from ..inductor.codegen.spyre.compile import HostStep
     rows = []
     for name, (fn, args) in _coverage_programs().items():
         compiled, _ = _compiled(fn, args)

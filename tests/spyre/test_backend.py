@@ -22,7 +22,7 @@ def data(*shape, low=-2.0, high=2.0):
 
 def capture(**options):
     """A backend that compiles for the card and keeps the compiled graphs."""
-    from minicompile.inductor.codegen.spyre import compile_graph
+    from minicompile.inductor.codegen.spyre.compile import compile_graph
     compiled = []
 
     def backend(graph, example_inputs):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import minicompile as mc
-from minicompile.inductor.codegen.spyre import HostStep, compile_graph
+from minicompile.inductor.codegen.spyre.compile import HostStep, compile_graph
 
 RNG = np.random.default_rng(2)
 TOL = 2e-2
@@ -354,7 +354,7 @@ def test_int64_results_that_fit_32_bits_run_exactly_in_int32(name):
 
 
 def test_int64_sums_that_may_not_fit_32_bits_stay_on_the_host():
-    from minicompile.inductor.codegen.spyre import HostStep
+    from minicompile.inductor.codegen.spyre.compile import HostStep
     compiled = []
 
     def backend(graph, example_inputs):
@@ -384,7 +384,7 @@ def test_reads_through_a_reshaped_transpose():
 
 def test_empty_arrays_compile_and_are_reported():
     """Regression: a kernel or matmul over zero elements divided by zero in the planner."""
-    from minicompile.inductor.codegen.spyre import HostStep
+    from minicompile.inductor.codegen.spyre.compile import HostStep
     compiled = []
 
     def backend(graph, example_inputs):

@@ -121,7 +121,7 @@ def test_small_tiles_show_what_double_buffering_hides():
 def compiled_report(fn, *shapes):
     """The compiled program for fn's inputs of these shapes, timed by the cycle model."""
     import minicompile as mc
-    from minicompile.inductor.codegen.spyre import compile_graph
+    from minicompile.inductor.codegen.spyre.compile import compile_graph
     programs = []
 
     def backend(graph, example_inputs):

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import minicompile as mc
-from minicompile.inductor.codegen.spyre import compile_graph
+from minicompile.inductor.codegen.spyre.compile import compile_graph
 from minicompile.spyre import Barrier, DmaGather, DmaLoad
 
 RNG = np.random.default_rng(3)

@@ -1,15 +1,15 @@
 """Scheduled loop kernels (pointwise and row reductions) -> Spyre programs.
 
-In:  one :class:`~.scheduler.Kernel` of a :class:`~.scheduler.Schedule`, the
+In:  one :class:`~...scheduler.Kernel` of a :class:`~...scheduler.Schedule`, the
      buffers later steps still read (``live``), and a :class:`SpyreConfig`.
 Out: a :class:`DeviceStep`: the :class:`~minicompile.spyre.isa.Program` and
      how its DRAM tensors map to the graph's buffers.  Raises
-     :class:`~.spyre_tiles.Unmappable` when the kernel has no mapping yet.
+     :class:`~.tiles.Unmappable` when the kernel has no mapping yet.
 
 The plan, in the order the card forces the decisions:
 
 1. *Iteration space.*  The kernel is a rows x cols space (see
-   :mod:`.spyre_tiles`).  A row kernel keeps whole rows on a core: its
+   :mod:`.tiles`).  A row kernel keeps whole rows on a core: its
    reductions, their epilogues and the final row pass (layer norm, softmax)
    all read the row from scratchpad, so nothing between the kernel's ops goes
    back to DRAM.  Only the buffers later steps read are stored.  A row longer
@@ -27,7 +27,7 @@ The plan, in the order the card forces the decisions:
    the others with one ring broadcast instead of once per core from DRAM.
 4. *Data movement.*  Each core loads tile s+1 while it computes tile s.  An
    operand read through a transpose or a stride is fetched by DMA gathers
-   (:mod:`.spyre_gather`); a transposed one lands turned round and is turned
+   (:mod:`.gather`); a transposed one lands turned round and is turned
    back by one ``retile.transpose``, and its tiles are then made whole
    128-byte units tall so each burst is a full unit.
 """
@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..spyre.device import DTYPES, SpyreConfig
-from ..spyre.isa import (ALIGN, Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Program,
+from ....spyre.device import DTYPES, SpyreConfig
+from ....spyre.isa import (ALIGN, Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Program,
                          Retile, RingBroadcast, RingRecv, Tile, VectorBinary, VectorReduce,
                          VectorUnary)
-from . import loop_ir as L
-from .scheduler import Kernel, Schedule, Store
-from .spyre_gather import Walk
-from .spyre_tiles import (INT32_MAX, SHAPE_OF_KIND, TileEmitter, Unmappable, classify,
+from ... import loop_ir as L
+from ...scheduler import Kernel, Schedule, Store
+from .gather import Walk
+from .tiles import (INT32_MAX, SHAPE_OF_KIND, TileEmitter, Unmappable, classify,
                           int64_bound, is_scalar, storage_format, value_format)
 
 # Scratchpad kept free of the tile budget for small buffers and alignment
@@ -147,7 +147,7 @@ def operands(bodies, written: set[str], schedule: Schedule, step: DeviceStep, ro
 
 def output_format(store: Store, dtype: np.dtype, cols: int) -> str:
     """The DRAM format of a stored result; an int64 one is int32 when its values fit
-    (see :func:`.spyre_tiles.int64_bound`), widened by the host."""
+    (see :func:`.tiles.int64_bound`), widened by the host."""
     if np.dtype(dtype) != np.int64:
         return storage_format(dtype)
     bound = int64_bound(store.body)

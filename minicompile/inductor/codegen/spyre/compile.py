@@ -8,26 +8,26 @@ Out: :class:`SpyreCompiled`, called like the graph: it converts the inputs to
      step's program (per core), ``.report`` the last run's cycles, and
      ``str()`` shows both with the schedule.
 
-The backend reads the same :class:`~..scheduler.Schedule` as the C++ and
+The backend reads the same :class:`~...scheduler.Schedule` as the C++ and
 Triton generators, and maps its steps:
 
 ==========================  ===============================================
 schedule step               on the card
 ==========================  ===============================================
-pointwise kernel            vector instructions on tiles (:mod:`..spyre_loops`)
+pointwise kernel            vector instructions on tiles (:mod:`.loops`)
 row kernel (sum/max/mean,   whole rows per core: stages, epilogues and the
- softmax, layer norm)        row pass all in scratchpad (:mod:`..spyre_loops`)
+ softmax, layer norm)        row pass all in scratchpad (:mod:`.loops`)
 matmul Extern (2-D or       tiled matrix unit, K split over the ring, plus
  batched, operands plain     its epilogue on the accumulator; the batches'
  or views such as ``W.T``,   output tiles dealt over the cores together;
  + the pointwise kernel      a viewed operand read by strided DMA
- reading it)                 (:mod:`..spyre_matmul`)
-concatenate Extern          DMA through the scratchpad (:mod:`..spyre_copy`)
+ reading it)                 (:mod:`.matmul`)
+concatenate Extern          DMA through the scratchpad (:mod:`.copy`)
 anything else               the host runs that step's ops with NumPy
 ==========================  ===============================================
 
 Comparisons, ``np.where`` and logic on masks, int8/int16/int32 and boolean
-data, transposed and strided reads (strided DMA, see :mod:`..spyre_gather`),
+data, transposed and strided reads (strided DMA, see :mod:`.gather`),
 reductions over any axis, and rows longer than the scratchpad (walked in
 chunks, once per pass) run on the card.  int64 values that NumPy makes by
 widening masks and small integers (``m.sum()``, ``m.any()``) run exactly in
@@ -38,7 +38,7 @@ sums that may not fit 32 bits, a float-to-int cast) runs on the host between
 device programs, and the compile log and the report say so; it never gives a
 wrong answer.
 
-Consecutive device steps are merged into one program (:mod:`..spyre_merge`):
+Consecutive device steps are merged into one program (:mod:`.merge`):
 values between them stay in DRAM, a barrier orders each step's stores before
 the next step's loads, and the next step's loads of graph inputs are issued
 while the previous step still computes.
@@ -59,20 +59,20 @@ from typing import Any
 
 import numpy as np
 
-from ... import ir, logs
-from ...ir import passes
-from ...spyre.checks import validate
-from ...spyre.device import DTYPES, SpyreConfig
-from ...spyre.errors import ScratchpadOverflowError
-from ...spyre.report import CoreCycles, Report
-from ...spyre.simulator import simulate
-from .. import decompositions, loop_ir as L, scheduler
-from ..scheduler import Kernel, Schedule
-from ..spyre_copy import plan_concatenate
-from ..spyre_loops import DeviceStep, plan_loops
-from ..spyre_matmul import epilogue_of, plan_matmul_step
-from ..spyre_merge import merge_steps
-from ..spyre_tiles import Unmappable
+from .... import ir, logs
+from ....ir import passes
+from ....spyre.checks import validate
+from ....spyre.device import DTYPES, SpyreConfig
+from ....spyre.errors import ScratchpadOverflowError
+from ....spyre.report import CoreCycles, Report
+from ....spyre.simulator import simulate
+from ... import decompositions, loop_ir as L, scheduler
+from ...scheduler import Kernel, Schedule
+from .copy import plan_concatenate
+from .loops import DeviceStep, plan_loops
+from .matmul import epilogue_of, plan_matmul_step
+from .merge import merge_steps
+from .tiles import Unmappable
 
 F16 = np.dtype(np.float16)
 
@@ -330,7 +330,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
                   fuse: bool = True, functional: bool = True,
                   merge: bool = True) -> SpyreCompiled:
     """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion);
-    ``merge=False`` runs each step as its own program (see :mod:`..spyre_merge`)."""
+    ``merge=False`` runs each step as its own program (see :mod:`.merge`)."""
     cfg = config or SpyreConfig()
     graph = passes.optimize(decompositions.decompose(graph))
     scheduled = _unfused(graph) if not fuse else graph

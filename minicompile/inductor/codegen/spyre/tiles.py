@@ -22,7 +22,7 @@ scalar     a constant                       1 x 1
 =========  ===============================  =============================
 
 Anything else (a transpose, a strided slice) raises :class:`Unmappable` here
-and is read by DMA descriptors instead (:mod:`.spyre_gather`).  Float values
+and is read by DMA descriptors instead (:mod:`.gather`).  Float values
 are computed in fp32 on the vector unit whatever their storage type (the
 card's rule); int8/16/32 and uint8/16 values in their own format, wrapping as
 NumPy does; booleans are 0/1 int8 masks written by comparisons and read by
@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-from ..spyre.isa import Allocator, Tile, VectorBinary, VectorSelect, VectorUnary
-from . import loop_ir as L
+from ....spyre.isa import Allocator, Tile, VectorBinary, VectorSelect, VectorUnary
+from ... import loop_ir as L
 
 
 class Unmappable(Exception):
@@ -252,7 +252,7 @@ class TileEmitter:
 
     def _unary(self, key, op: str, a, dtype: np.dtype):
         if is_scalar(a):
-            from ..spyre.simulator import UNARY_NUMPY  # the card's own definition of op
+            from ....spyre.simulator import UNARY_NUMPY  # the card's own definition of op
             with np.errstate(all="ignore"):
                 domain = np.float32 if isinstance(a, float) else np.int64
                 return _as_scalar(UNARY_NUMPY[op](domain(a)), dtype)

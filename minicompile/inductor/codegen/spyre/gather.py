@@ -1,7 +1,7 @@
 """Operand reads that are no row, column or broadcast of the tile -> strided DMA descriptors.
 
 In:  a load's flat offset expression and the kernel's row and col index
-     expressions (see :mod:`.spyre_tiles`): a transpose (``x.T``), a reduction
+     expressions (see :mod:`.tiles`): a transpose (``x.T``), a reduction
      over a non-last axis (the reduced axis is the tile's cols), a strided or
      reversed slice, a view of a reshape.
 Out: :class:`Walk`, which for any tile (r0, c0, r, c) lists the
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import loop_ir as L, lowering
-from .spyre_tiles import Unmappable
+from ... import loop_ir as L, lowering
+from .tiles import Unmappable
 
 def view_of(schedule, name: str):
     """(base buffer, the view's shape, flat offset into the base over the view's loop

@@ -1,9 +1,9 @@
 """Consecutive device steps -> one program, so step k+1's first loads overlap step k.
 
-In:  the planned steps of a graph (:class:`~.spyre_loops.DeviceStep` and host
+In:  the planned steps of a graph (:class:`~.loops.DeviceStep` and host
      steps), in execution order.
 Out: the same steps with each run of consecutive device steps merged into
-     one :class:`~.spyre_loops.DeviceStep`.
+     one :class:`~.loops.DeviceStep`.
 
 Run as separate programs, every step starts on an idle card: its first DMA
 loads wait the full DRAM latency while every compute unit sits still, and
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..spyre.isa import ALIGN, Barrier, DmaGather, DmaLoad, Program, Tile
-from .spyre_loops import DeviceStep
+from ....spyre.isa import ALIGN, Barrier, DmaGather, DmaLoad, Program, Tile
+from .loops import DeviceStep
 
 
 def merge_steps(steps: list) -> list:

@@ -1,8 +1,8 @@
 """np.concatenate on the card: DMA in, DMA out, no arithmetic.
 
-In:  a ``concatenate`` :class:`~.loop_ir.Extern` of the schedule (inputs that are
+In:  a ``concatenate`` :class:`~...loop_ir.Extern` of the schedule (inputs that are
      buffers or views of buffers), and a :class:`SpyreConfig`.
-Out: a :class:`~.spyre_loops.DeviceStep`.
+Out: a :class:`~.loops.DeviceStep`.
 
 The card has no DRAM-to-DRAM copy: each piece passes through a core's
 scratchpad.  Seen as 2-D, the output is ``outer x width`` (the axes before the
@@ -17,13 +17,13 @@ import math
 
 import numpy as np
 
-from ..spyre.device import DTYPES, SpyreConfig
-from ..spyre.isa import Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Program, Tile
-from . import loop_ir as L
-from .scheduler import Schedule
-from .spyre_gather import Walk, view_of
-from .spyre_loops import MARGIN_BYTES, MIN_TILE_COLS, DeviceStep
-from .spyre_tiles import Unmappable, storage_format
+from ....spyre.device import DTYPES, SpyreConfig
+from ....spyre.isa import Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Program, Tile
+from ... import loop_ir as L
+from ...scheduler import Schedule
+from .gather import Walk, view_of
+from .loops import MARGIN_BYTES, MIN_TILE_COLS, DeviceStep
+from .tiles import Unmappable, storage_format
 
 
 def plan_concatenate(ext: L.Extern, schedule: Schedule, cfg: SpyreConfig) -> DeviceStep:

@@ -1,11 +1,11 @@
 """A matmul Extern, with the pointwise kernel that consumes it, -> one Spyre program.
 
-In:  a ``matmul`` :class:`~.loop_ir.Extern` of the schedule (2-D operands, or
+In:  a ``matmul`` :class:`~...loop_ir.Extern` of the schedule (2-D operands, or
      batched: (batch..., M, K) @ (batch..., K, N), either side may be 2-D),
      optionally its *epilogue*: the pointwise kernel over the same M x N loops
      that reads the product at its own element (``relu(x @ W + b)``), the
      buffers later steps read, and a :class:`SpyreConfig`.
-Out: a :class:`~.spyre_loops.DeviceStep`.
+Out: a :class:`~.loops.DeviceStep`.
 
 This generalizes :mod:`minicompile.spyre.matmul_plan` (same tiling model,
 same work division: output tiles first, then K split over cores with the
@@ -21,15 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..spyre.device import SpyreConfig
-from ..spyre.isa import (Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul, Program,
+from ....spyre.device import SpyreConfig
+from ....spyre.isa import (Allocator, DmaGather, DmaLoad, DmaStore, DmaWait, Matmul, Program,
                          Retile, Tile, VectorUnary)
-from ..spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
-from . import loop_ir as L
-from .scheduler import Buffer, Kernel, Schedule
-from .spyre_gather import Walk, view_of
-from .spyre_loops import DeviceStep, operand_tile, operands, per_element_bytes
-from .spyre_tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
+from ....spyre.matmul_plan import MatmulTiling, choose_tiling, tree_sum, working_set
+from ... import loop_ir as L
+from ...scheduler import Buffer, Kernel, Schedule
+from .gather import Walk, view_of
+from .loops import DeviceStep, operand_tile, operands, per_element_bytes
+from .tiles import SHAPE_OF_KIND, TileEmitter, Unmappable, classify, is_scalar
 
 
 def _rows_and_col(shape: tuple[int, ...]) -> tuple[L.Expr, L.Expr]:
@@ -63,7 +63,7 @@ class MatrixOperand:
     plain row-major buffer (``offset`` None: one strided DmaLoad per tile) or a view
     of one (``x.T``, ``q.transpose(0, 2, 1)``, a slice, a reshape of a transpose):
     ``offset`` is the flat index into the viewed buffer over loop variables ``vars``
-    (batch..., row, col), read by DMA gathers (:class:`.spyre_gather.Walk`); a view
+    (batch..., row, col), read by DMA gathers (:class:`.gather.Walk`); a view
     whose rows are closer in memory than its cols is fetched turned round, in whole
     bursts, and turned back by ``retile.transpose``."""
     name: str
