@@ -61,16 +61,21 @@ assert result == expected and np.array_equal(out, expected_out)
 # remembered as the chain `(getitem (slice(1, 3, 1),),)` from the base.  A
 # write computes the new value of what it wrote and *scatters* it into the
 # base: a write to `v` (a `getitem` of the base) becomes `setitem` of the
-# base.  Reading `v` afterwards replays its chain on the base's newest value.
+# base.  Reading `v` after a write to its base replays its chain on the base's
+# newest value.
 #
-# The graph shows exactly that: `setitem` after `setitem`, and the final read
-# of `v` is a fresh `getitem` of the last one — never the stale value.
+# The graph shows exactly that: one `setitem` of the base per write;
+# `v *= 2.0` reads `v` after `out[0] = -1.0` wrote the base, so `v` is
+# re-derived from the newest base (`getitem_1` reads `setitem_1`), never the
+# stale value; and `v.sum()` reads what the write through `v` gave it.
 
 # %%
 graph = compiled.cache[0].capture.graph
 print(graph)
 ops = [n.op.name for n in graph.calls]
-assert ops.count("setitem") == 3 and ops[-2:] == ["getitem", "sum"]
+assert ops == ["setitem", "setitem", "getitem", "multiply", "setitem", "sum"]
+replayed = graph.calls[2]
+assert replayed.args[0] is graph.calls[1]  # the view, re-derived from the base after row 0's write
 
 # %% [markdown]
 # ## The write-back

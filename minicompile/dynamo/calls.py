@@ -25,6 +25,7 @@ from .builtin_calls import BUILTINS, CONTAINER_METHODS, shallow_builtin
 from .exc import Unsupported
 from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
 from ..ir import get_op
+from ..ir.ops import broadcast_shapes
 from .variables import (
     NULL,
     ArrayVariable,
@@ -181,6 +182,14 @@ class CallsMixin:
             where = kwargs.get("where", ConstantVariable(True))
             rest = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
             result = self.call_numpy(rule, args, rest, what)
+            have, want = result.node.meta.shape, out.node.meta.shape
+            try:  # the inputs broadcast against the output, which must hold all of them
+                fits = broadcast_shapes(result.node.meta, out.node.meta) == tuple(want)
+            except ValueError:
+                fits = False
+            if not fits:
+                raise Unsupported(f"ValueError: non-broadcastable output operand with shape {tuple(want)} "
+                                  f"doesn't match the broadcast shape {tuple(have)}", numpy_error=True)
             new = self.output.call("copyto", {"dst": out, "src": result, "casting": "same_kind",
                                              "where": where})
             return self.update_array(out, new, f"{what}(..., out=)")

@@ -155,6 +155,12 @@ def c_strides(shape: tuple, itemsize: int) -> tuple:
     return tuple(reversed(strides))
 
 
+def _c_layout(node: ir.Node) -> Layout:
+    """The layout of a C-contiguous array of ``node``'s shape."""
+    shape = node.meta.shape
+    return c_strides(shape, node.meta.dtype.itemsize) if _static(shape) else "C"
+
+
 def _ghost(shape: tuple, strides: tuple, dtype: np.dtype) -> np.ndarray:
     """An array with this shape and these strides over one element: never read, only
     viewed, so NumPy computes a view's strides (and flags) for us."""
@@ -257,10 +263,8 @@ class Functionalizer:
         arrays = _array_leaves(args)
         if any(a.storage is None and not a.scalar for a in arrays):
             return ArrayVariable(node, scalar=scalar)  # an op on an mc.Tensor makes an mc.Tensor
-        if scalar or not arrays:
-            layout = None if scalar or not _static(node.meta.shape) else \
-                c_strides(node.meta.shape, node.meta.dtype.itemsize)
-            return self._fresh(node, scalar, layout)
+        if scalar or not arrays:  # a creation op: C order
+            return self._fresh(node, scalar, None if scalar else _c_layout(node))
         if isinstance(parent, ArrayVariable) and parent.storage is not None \
                 and (op in ALWAYS_VIEWS or op in LAYOUT_VIEWS) and _is_view_call(node):
             kind, layout = _view_layout(node, parent)
@@ -268,16 +272,18 @@ class Functionalizer:
                 step = ViewStep(op, tuple(node.args[1:]))
                 return ArrayVariable(node, storage=parent.storage, view=parent.view + (step,),
                                      layout=layout, readonly=parent.readonly or op in READONLY_VIEWS)
+            # NumPy copies (or may): say so in the graph, or a backend whose buffer has
+            # another layout than NumPy's array could return a view of it.
+            node = self.output.graph.call("copy", node)
+            node.user_stack = self.output.user_stack()
             if kind == "maybe":
                 var = self._fresh(node, False, None)
                 var.storage.entangled = parent.storage.entangled = True
                 return var
+            return self._fresh(node, False, _c_layout(node))
         known_c = all(a.storage is not None and is_c_contiguous(a.layout, a.node.meta.shape, a.node.meta.dtype)
                       for a in arrays)
-        layout = None
-        if known_c:
-            layout = c_strides(node.meta.shape, node.meta.dtype.itemsize) if _static(node.meta.shape) else "C"
-        return self._fresh(node, False, layout)
+        return self._fresh(node, False, _c_layout(node) if known_c else None)
 
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
         from .variables import ArrayVariable

@@ -98,10 +98,10 @@ class Expr:
     __slots__ = ("terms", "const", "_hash")
 
     def __init__(self, terms: dict[Atom, int] | None = None, const: int = 0):
-        normal = _normalize(dict(terms or {}))
+        normal, folded = _normalize(dict(terms or {}))
         # Sorting by printed form makes equal expressions compare and print equally.
         self.terms: tuple[tuple[Atom, int], ...] = tuple(sorted(normal.items(), key=lambda t: str(t[0])))
-        self.const = int(const)
+        self.const = int(const) + folded
         self._hash = hash((self.terms, self.const))
 
     # -- construction ------------------------------------------------------
@@ -250,13 +250,16 @@ def _div_bound(v: int | Sym, d: int, rounding: Callable) -> int | Sym:
     return Sym.make({m: rounding(Fraction(c) / d) for m, c in v.poly.items()}, v.env)
 
 
-def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:
-    """Drop zero terms and fold ``k*d*(e//d) + k*(e%d) -> k*e`` (undoing a reshape).
+def _normalize(terms: dict[Atom, int]) -> tuple[dict[Atom, int], int]:
+    """Drop zero terms and fold ``k*d*(e//d) + k*(e%d) -> k*e`` (undoing a reshape);
+    returns the terms and the constant the folds add (``e``'s own: ``x0 + 1`` sliced
+    from a reshape folds back to ``x0 + 1``, not ``x0``).
 
     ``e//d`` is looked up in its canonical form, so ``12*(z//12) + 4*((z//4)%3)``
     folds to ``4*(z//4)`` and then, with ``z%4``, to ``z``.
     """
     terms = {a: c for a, c in terms.items() if c}
+    const = 0
     changed = True
     while changed:
         changed = False
@@ -271,10 +274,11 @@ def _normalize(terms: dict[Atom, int]) -> dict[Atom, int]:
                 del terms[atom], terms[partner]
                 for a2, c2 in atom.base.terms:
                     terms[a2] = terms.get(a2, 0) + k * c2
+                const += k * atom.base.const
                 terms = {a: v for a, v in terms.items() if v}
                 changed = True
                 break
-    return terms
+    return terms, const
 
 
 def _split(e: Expr, d: int | Sym) -> tuple[Expr, Expr]:

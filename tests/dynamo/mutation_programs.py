@@ -374,7 +374,9 @@ class State:
         return [k for k in self.env if k not in NAMESPACE]
 
     def arrays(self) -> list[tuple[str, np.ndarray]]:
-        return array_paths(self.env, self.names) or [("np.zeros(2)", np.zeros(2))]
+        # With no array in sight, a fresh one: a subscript, so that it is a valid
+        # target of ``t op= v`` too (``np.zeros(2) += 1`` is a SyntaxError).
+        return array_paths(self.env, self.names) or [("np.zeros(2)[...]", np.zeros(2))]
 
     def scalars(self) -> list[str]:
         return [k for k in self.names if isinstance(self.env[k], (float, int, np.generic))

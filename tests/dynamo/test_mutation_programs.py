@@ -203,6 +203,13 @@ PINNED: dict[str, tuple] = {
     # scalar for a 0-d result, which the resumed code could not write into.
     "zero_d_copy_written_after_a_break": ("def f(a):\n    v0 = a.copy()\n    v0 += 1.5\n    print('p')\n"
                                           "    v0[...] = 1.5\n    return v0\n", ZERO_D),
+    # The loop IR folded 3*((x0+1)//3) + (x0+1)%3 (a slice of a reshape, read through the
+    # reshape back) to x0, dropping the +1: the kernel read one element early.
+    "slice_of_a_reshape_written": ("def f(a):\n    v0 = a.reshape(-1)\n    v1 = a[1:]\n    v0[1:] += 1.5\n",
+                                   arguments_source("b0 = np.arange(9.0).reshape(3, 3)", returns="(b0[:-1],), [b0]")),
+    # out= of a shape the inputs do not broadcast to: NumPy refuses; copyto accepted it.
+    "ufunc_into_an_out_of_another_shape": ("def f(a):\n    v1 = a[1:]\n    np.negative(v1, out=(v1[0],))\n",
+                                           arguments_source("b0 = np.ones((2, 3))", returns="(b0,), [b0]")),
     # Triton: a ufunc of a Python constant written into an array.
     "ufunc_of_a_constant_into_out": ("def f(a):\n    v = a.astype(np.float32)\n    np.square(True, out=(v,))\n"
                                      "    return v\n",

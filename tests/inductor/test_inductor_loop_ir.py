@@ -71,6 +71,8 @@ def test_simplified_expressions_evaluate_like_python(sizes, coeffs, const, d):
         assert evaluate(L.floordiv(e, d), env) == value // d
         assert evaluate(L.mod(e, d), env) == value % d
         assert evaluate(L.floordiv(L.mod(e, d * 2), d), env) == (value % (2 * d)) // d
+        # A reshape undone (d*(e//d) + e%d folds to e): its constant included.
+        assert evaluate(L.floordiv(e, d) * d + L.mod(e, d), env) == value
 
 
 def evaluate(e: L.Expr, env: dict[str, int]) -> int:

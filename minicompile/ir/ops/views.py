@@ -368,7 +368,7 @@ simple_op("tile", _tile, "layout", canonicalize=_tuple_arg("reps"))
 simple_op("repeat", _repeat, "layout", canonicalize=_tuple_arg("repeats"))
 simple_op("roll", _roll, "layout", canonicalize=_tuple_arg("shift"))
 simple_op("pad", _pad, "layout", canonicalize=_pad_canon, meta=symbolic_or_numpy(_pad, _pad_shape, at_hints=True))
-simple_op("copy", _copy, "layout")
+simple_op("copy", _copy, "layout", meta=lambda a, order="K": TensorMeta(a.shape, a.dtype))  # sizes kept symbolic
 simple_op("triu", with_signature(lambda m, k=0: np.triu(m, k), np.triu), "layout")
 simple_op("tril", with_signature(lambda m, k=0: np.tril(m, k), np.tril), "layout")
 
