@@ -1,7 +1,9 @@
 """The scheduler: which values get a buffer, and which loops run together.
 
 In:  an ``ir.Graph`` (dead code removed), its example inputs (for strides),
-     and each call node lowered to loop IR (:mod:`.lowering`).
+     each call node lowered to loop IR (:mod:`.lowering`), and optionally the
+     backend's ``cannot_generate`` (which lowered nodes it cannot generate
+     as kernels: those become Externs, see :func:`schedule`).
 Out: a :class:`Schedule` — buffers with their layouts, and an ordered list of
      steps: :class:`Kernel` (one generated loop nest) or ``loop_ir.Extern``.
 
@@ -51,14 +53,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from .. import ir, logs
 from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
-from .lowering import TRANSCENDENTAL, lower, map_loads_guarded, reduced_axes
+from .lowering import TRANSCENDENTAL, lower, lower_extern, map_loads_guarded, reduced_axes
 
 # An expensive expression read by several row passes is recomputed in each while
 # it is this short (softmax's exp(x - max)); a longer one (a whole GELU before a
@@ -68,6 +70,9 @@ ROW_RECOMPUTE_OPS = 4
 CHEAP_OPS = 8
 EXPENSIVE = TRANSCENDENTAL | {"floor_divide", "remainder"}
 MAX_NAME_LEN = 48
+# A backend's answer to "can you generate this lowered node as a kernel?":
+# None for yes, else the reason it cannot (see :func:`schedule`).
+CannotGenerate = Callable[[L.Pointwise | L.Reduction], str | None]
 
 
 @dataclass(frozen=True)
@@ -254,12 +259,23 @@ def _kernel_name(index: int, origins: list[str], op_of: dict[str, str]) -> str:
     return name
 
 
+def _lower_for(node: ir.Node, cannot_generate: CannotGenerate | None) -> L.Node:
+    """``node`` in loop IR, an Extern when the backend cannot generate it as a kernel."""
+    low = lower(node)
+    if cannot_generate is not None and isinstance(low, (L.Pointwise, L.Reduction)):
+        why = cannot_generate(low)
+        if why is not None:
+            return lower_extern(node, f"fallback: {why}")
+    return low
+
+
 class _Scheduler:
-    def __init__(self, graph: ir.Graph, example_inputs: list, row_fusion: bool = False):
+    def __init__(self, graph: ir.Graph, example_inputs: list, row_fusion: bool = False,
+                 cannot_generate: CannotGenerate | None = None):
         self.graph = graph
         self.row_fusion = row_fusion
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
-        self.lowered: dict[str, L.Node] = {n.name: lower(n) for n in graph.calls}
+        self.lowered: dict[str, L.Node] = {n.name: _lower_for(n, cannot_generate) for n in graph.calls}
         self.users = graph.users()
         self.by_name = {n.name: n for n in graph.nodes}
         self.buffers: dict[str, Buffer] = {}
@@ -501,9 +517,16 @@ class _Scheduler:
         self._add_store(node, store, ranges, red_ranges, origins, row)
 
 
-def schedule(graph: ir.Graph, example_inputs: list, row_fusion: bool = True) -> Schedule:
+def schedule(graph: ir.Graph, example_inputs: list, row_fusion: bool = True,
+             cannot_generate: CannotGenerate | None = None) -> Schedule:
     """Lower, decide inlining and realization, and group loops into kernels.
 
     ``row_fusion=False`` keeps every kernel to one reduction pass and no row
-    stores (for a backend that cannot generate row kernels yet)."""
-    return _Scheduler(graph, example_inputs, row_fusion).run()
+    stores (for a backend that cannot generate row kernels yet).
+    ``cannot_generate`` is the backend's say over what becomes a kernel: given a
+    lowered pointwise or reduction node it returns None when the backend can
+    generate it, else why not, and the node becomes an Extern (its NumPy
+    reference) whose reason reads ``fallback: <why>``.  It is asked before any
+    decision, so inlining and fusion treat that node like any other Extern.
+    Without it, everything that lowers to loops is generated."""
+    return _Scheduler(graph, example_inputs, row_fusion, cannot_generate).run()

@@ -32,7 +32,6 @@ from ....ir.symbolic import SymbolicUnsupported, has_division, input_symbols
 from ... import loop_ir as L
 from ... import scheduler
 from ...compiled import CompiledGraph
-from ...lowering import lower_extern
 from ...scheduler import Kernel, Schedule
 from . import kernel as tg, runtime
 from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
@@ -67,17 +66,9 @@ def _stand_in(x: Any) -> Any:
 
 
 def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Schedule:
-    """The scheduler's plan, with every node Triton cannot compute exactly as an Extern."""
-    # The scheduler takes no "which ops can you generate" predicate yet, so the
-    # lowered table is adjusted between its construction and its run.
-    s = scheduler._Scheduler(graph, example_inputs)
-    for node in graph.calls:
-        low = s.lowered[node.name]
-        if isinstance(low, (L.Pointwise, L.Reduction)):
-            why = tg.unsupported_node(low)
-            if why is not None:
-                s.lowered[node.name] = lower_extern(node, f"fallback: {why}")
-    return s.run()
+    """The scheduler's plan, with every node Triton cannot compute exactly as an Extern
+    (one reduction pass per kernel: rows are fused afterwards, by :mod:`.rows`)."""
+    return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=tg.unsupported_node)
 
 
 def _check_gpu_externs(s: scheduler.Schedule) -> None:
