@@ -18,7 +18,7 @@ an Extern.  Printable before/after with ``MINICOMPILE_LOGS=decomp``.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from .. import logs
 from ..ir import passes
@@ -141,11 +141,12 @@ DECOMPOSITIONS: dict[str, Callable[[Graph, Node], Node | None]] = {
 }
 
 
-def decompose(graph: Graph) -> Graph:
-    """``graph`` with each op of :data:`DECOMPOSITIONS` replaced by primitives."""
+def decompose(graph: Graph, keep: Collection[str] = ()) -> Graph:
+    """``graph`` with each op of :data:`DECOMPOSITIONS` replaced by primitives,
+    except the ops named in ``keep``."""
 
     def rule(g: Graph, node: Node, outputs: set[Node]) -> Any:
-        fn = DECOMPOSITIONS.get(node.op.name)
+        fn = DECOMPOSITIONS.get(node.op.name) if node.op.name not in keep else None
         if fn is None:
             return None
         mark = len(g.nodes)
@@ -158,8 +159,33 @@ def decompose(graph: Graph) -> Graph:
             return None
         return out
 
-    if not any(n.op.name in DECOMPOSITIONS for n in graph.calls):
+    if not any(n.op.name in DECOMPOSITIONS and n.op.name not in keep for n in graph.calls):
         return graph
     new = passes.rewrite(graph, rule)
     logs.log("decomp", lambda: f"# before\n{graph.python_code()}\n# after\n{new.python_code()}")
     return new
+
+
+def before_lowering(graph: Graph, *, keep: Collection[str] = (), optimize: bool = True) -> Graph:
+    """The graph passes every backend runs before lowering, in this order.
+
+    1. :func:`decompose` — composite ops become primitives the loops know
+       (``var`` becomes a mean, a subtraction, a square and a sum; ``clip`` a
+       maximum and a minimum), so the scheduler can fuse them with their
+       neighbours instead of calling NumPy, and a stacked ``(..., K) @ (K, N)``
+       becomes one 2-D matmul.  A backend whose generator has its own form of
+       a composite op names it in ``keep`` and lowers the op itself (Triton's
+       batched matmul template, its ``mean`` reduction).
+    2. :func:`minicompile.ir.passes.optimize` (``optimize``) — constant folding,
+       algebraic simplification (``x * 1 -> x``, a reshape to the same shape
+       dropped) and common-subexpression elimination, to a fixed point: fewer
+       nodes, so fewer loads, buffers and kernels.  A backend would skip it to
+       generate one value per captured node (reading generated code against
+       the captured graph, or measuring what the rewrites save).
+    3. :func:`minicompile.ir.passes.dead_code_elimination` — always (also the
+       last step of ``optimize``): the scheduler gives every node a place in a
+       kernel or a buffer, so a node no output needs would be computed for
+       nothing.
+    """
+    graph = decompose(graph, keep)
+    return passes.optimize(graph) if optimize else passes.dead_code_elimination(graph)

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 
 from .... import ir, logs, per_shape
-from ....ir import passes, symbolic
+from ....ir import symbolic
 from ... import codecache, decompositions, memory, scheduler
 from . import kernel as cpp, runtime, wrapper
 from ...compiled import CompiledGraph
@@ -58,7 +58,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
 
 
 def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False) -> CompiledGraph:
-    graph = passes.optimize(decompositions.decompose(graph))
+    graph = decompositions.before_lowering(graph)
     if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)

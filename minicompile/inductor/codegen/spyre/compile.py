@@ -60,7 +60,6 @@ from typing import Any
 import numpy as np
 
 from .... import ir, logs
-from ....ir import passes
 from ....spyre.checks import validate
 from ....spyre.device import DTYPES, SpyreConfig
 from ....spyre.errors import ScratchpadOverflowError
@@ -332,7 +331,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
     """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion);
     ``merge=False`` runs each step as its own program (see :mod:`.merge`)."""
     cfg = config or SpyreConfig()
-    graph = passes.optimize(decompositions.decompose(graph))
+    graph = decompositions.before_lowering(graph)
     scheduled = _unfused(graph) if not fuse else graph
     sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse)
     steps = plan(sched, cfg, fuse)

@@ -6,11 +6,12 @@ In:  a graph and its example inputs — all NumPy arrays (kernels run in
 Out: :func:`compile_graph` returns a :class:`TritonCompiledGraph`, called like
      the graph; it returns arrays of the kind it was given.
 
-The pipeline is the C++ backend's up to the schedule (lowering, inlining,
-fusion), then: nodes whose ops have no exact Triton form become Externs
-(:func:`schedule_for_triton`), matmuls become templates with their epilogues
-fused (:mod:`.matmul`), kernels over the same rows become one
-persistent kernel (:mod:`.rows`), kernels are generated (:func:`generate`: the
+The pipeline is every backend's up to the schedule (the graph passes of
+:func:`~..decompositions.before_lowering`, with matmul and mean kept whole:
+:data:`OWN_FORMS`; lowering, inlining, fusion), nodes whose ops have no exact
+Triton form becoming Externs (:func:`schedule_for_triton`); then matmuls become
+templates with their epilogues fused (:mod:`.matmul`), kernels over the same
+rows become one persistent kernel (:mod:`.rows`), kernels are generated (:func:`generate`: the
 template, the row groups, and the loop kernels of :mod:`.kernel`) and a Python
 wrapper is written (:mod:`.wrapper`) that allocates every buffer (``np.empty`` or
 ``cupy.empty``), launches the kernels in order and runs Externs.  An Extern
@@ -32,6 +33,7 @@ from ....ir.symbolic import SymbolicUnsupported, has_division, input_symbols
 from ... import loop_ir as L
 from ... import scheduler
 from ...compiled import CompiledGraph
+from ...decompositions import before_lowering
 from ...scheduler import Kernel, Schedule
 from . import kernel as tg, runtime
 from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
@@ -39,6 +41,13 @@ from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel
 from .wrapper import WrapperWriter
+
+
+# Composite ops this generator has a form of its own for, left undecomposed:
+# a batched matmul is one template (reshaped to 2-D, its operand would be a view,
+# which the template leaves to BLAS), and a mean one reduction (a sum and a
+# division would store the sum as well: a loop kernel stores every reduction).
+OWN_FORMS = ("matmul", "mean")
 
 
 class TritonCompiledGraph(CompiledGraph):
@@ -90,7 +99,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     on_gpu = any(runtime.is_cupy(x) for x in example_inputs)
     if on_gpu and not all(runtime.is_cupy(x) for x in example_inputs):
         raise TypeError("backend='triton': inputs mix CuPy (GPU) and NumPy (host) arrays")
-    graph = ir.dead_code_elimination(graph)
+    graph = before_lowering(graph, keep=OWN_FORMS)
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs])
