@@ -23,7 +23,7 @@ from ..ir import dtypes
 from ..ir.symbolic import Sym, free_symbols
 from .dynamic_shapes import DynamicPolicy, SymbolTable, is_cupy_array
 from .exc import Unsupported
-from .frame_containers import FrameDictVariable, FrameListVariable
+from .variables.frame_containers import FrameDictVariable, FrameListVariable
 from .functionalization import Functionalizer
 from .guards import GuardSet
 from .side_effects import SideEffects

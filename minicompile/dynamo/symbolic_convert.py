@@ -25,10 +25,10 @@ import numpy as np
 
 from . import bytecode
 from .bytecode import CURRENT as VERSION
-from .attributes import AttributesMixin
-from .calls import CallsMixin
-from .builtin_calls import CONTAINER_METHODS
-from .container_methods import container_truth, delete_item, dict_contains, read_item, store_item
+from .variables.user_objects import AttributesMixin
+from .variables.functions import CallsMixin
+from .variables.builtins import CONTAINER_METHODS
+from .variables.containers import container_truth, delete_item, dict_contains, read_item, store_item
 from .exc import BreakReason, Unsupported
 from ..ir import OPS
 from ..ir.symbolic import is_symbolic

@@ -573,7 +573,7 @@ def test_setitem_errors_match_numpy(key, value, error):
     (np.split, 0, 0), (np.split, 5, 1), (np.split, 2, 3),
 ])
 def test_split_is_one_getitem_per_piece(fn, sections, axis):
-    from minicompile.dynamo.numpy_calls import SPLITS
+    from minicompile.dynamo.variables.numpy_calls import SPLITS
 
     x = np.arange(48.0).reshape(2, 4, 6)
     try:
@@ -715,7 +715,7 @@ def test_every_op_has_a_documented_kind_and_a_printable_signature():
 
 
 def test_call_rules_name_registered_ops_and_bind_like_numpy():
-    from minicompile.dynamo import numpy_calls as nc
+    from minicompile.dynamo.variables import numpy_calls as nc
 
     rules = list(nc.FUNCTIONS.values()) + list(nc.METHODS.values()) + \
         [m.rule for m in (*nc.MUTATIONS.values(), *nc.METHOD_MUTATIONS.values())]
@@ -734,7 +734,7 @@ def test_call_rules_name_registered_ops_and_bind_like_numpy():
 @pytest.mark.parametrize("fn", [np.random.rand, np.random.default_rng, np.random.normal, np.load, np.save,
                                 np.loadtxt, np.savetxt, np.fromfile, np.genfromtxt])
 def test_random_numbers_and_io_are_not_captured(fn):
-    from minicompile.dynamo.numpy_calls import FUNCTIONS
+    from minicompile.dynamo.variables.numpy_calls import FUNCTIONS
 
     assert fn not in FUNCTIONS
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .container_methods import CONTAINER_METHODS
-from .exc import Unsupported
-from .variables import (
+from .containers import CONTAINER_METHODS
+from ..exc import Unsupported
+from .base import (
     ArrayVariable,
     ConstantVariable,
     DictVariable,
@@ -29,7 +29,7 @@ from .variables import (
 )
 
 if TYPE_CHECKING:
-    from .symbolic_convert import InstructionTranslator
+    from ..symbolic_convert import InstructionTranslator
 
 Handler = Callable[["InstructionTranslator", list, dict], VariableTracker]
 

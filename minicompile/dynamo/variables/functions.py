@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from . import bytecode
-from .binder import make_binder, varargs_names
-from .builtin_calls import BUILTINS, CONTAINER_METHODS, shallow_builtin
-from .exc import Unsupported
+from .. import bytecode
+from ..binder import make_binder, varargs_names
+from .builtins import BUILTINS, CONTAINER_METHODS, shallow_builtin
+from ..exc import Unsupported
 from .numpy_calls import FUNCTIONS, METHOD_MUTATIONS, METHODS, MUTATIONS, SPLITS, bind_call, split_calls
-from ..ir import get_op
-from ..ir.ops import broadcast_shapes
-from .variables import (
+from ...ir import get_op
+from ...ir.ops import broadcast_shapes
+from .base import (
     NULL,
     ArrayVariable,
     ConstantVariable,

@@ -18,13 +18,13 @@ import types
 
 import numpy as np
 
-from .builtin_calls import CONTAINER_METHODS
-from .bytecode import CURRENT as VERSION
-from .exc import Unsupported
+from .builtins import CONTAINER_METHODS
+from ..bytecode import CURRENT as VERSION
+from ..exc import Unsupported
 from .numpy_calls import METHODS
-from .side_effects import delete_attribute
-from .source import Source, attr_source
-from .variables import (
+from ..side_effects import delete_attribute
+from ..source import Source, attr_source
+from .base import (
     NULL,
     ArrayVariable,
     ConstantVariable,

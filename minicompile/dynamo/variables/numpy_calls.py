@@ -29,9 +29,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, split_keys
-from .exc import Unsupported
-from .variables import TupleVariable
+from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, split_keys
+from ..exc import Unsupported
+from .base import TupleVariable
 
 _NO = np._NoValue  # NumPy's own "no value given" default
 
@@ -56,7 +56,7 @@ def _is_default(value: Any, default: Any) -> bool:
 
 def bind_call(rule: CallRule, args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
     """NumPy-style call -> keyword arguments of ``rule.op`` (graph-break if unsupported)."""
-    from ..ir import get_op
+    from ...ir import get_op
 
     sig = inspect.signature(rule.stub)
     try:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ir import Node
-from .source import Source
+from ...ir import Node
+from ..source import Source
 
 
 class VariableTracker:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
-from .exc import Unsupported
+from ..exc import Unsupported
 from .frame_containers import FrameContainer, FrameDictVariable, FrameListVariable
-from .output_graph import specialize_sizes
-from .side_effects import Effect
-from .variables import (
+from ..output_graph import specialize_sizes
+from ..side_effects import Effect
+from .base import (
     ArrayVariable,
     ConstantVariable,
     DictVariable,
@@ -34,7 +34,7 @@ from .variables import (
 )
 
 if TYPE_CHECKING:
-    from .symbolic_convert import InstructionTranslator
+    from ..symbolic_convert import InstructionTranslator
 
 NONE = ConstantVariable(None)
 

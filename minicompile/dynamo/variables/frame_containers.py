@@ -30,12 +30,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
-from .exc import Unsupported
-from .source import Source, item_source
-from .variables import DictVariable, ListVariable, VariableTracker
+from ..exc import Unsupported
+from ..source import Source, item_source
+from .base import DictVariable, ListVariable, VariableTracker
 
 if TYPE_CHECKING:
-    from .output_graph import OutputGraph
+    from ..output_graph import OutputGraph
 
 
 class Unread:
