@@ -24,9 +24,9 @@ import minicompile as mc
 from minicompile.dynamo import bytecode
 from minicompile.dynamo.output_graph import OutputGraph
 from minicompile.dynamo.symbolic_convert import InstructionTranslator
-from minicompile.dynamo.variables import (
+from minicompile.dynamo.variables.arrays import ArrayVariable
+from minicompile.dynamo.variables.base import (
     NULL,
-    ArrayVariable,
     ConstantVariable,
     MethodVariable,
     PythonObjectVariable,
@@ -69,8 +69,12 @@ assert "BINARY_OP" in opnames and opnames[-1] == "RETURN_VALUE"
 #   they are: an array becomes a graph placeholder, a float a constant.
 #
 # `InstructionTranslator.run()` loops over the instructions and calls the
-# handler method named after each opcode (`self.BINARY_OP(inst)`, ...).  Here
-# we write that loop ourselves so we can print the stack after each step.
+# handler method named after each opcode (`self.BINARY_OP(inst)`, ...).  A
+# handler pops its operands, hands them to the code of their kind of value —
+# `dynamo/variables/`, one module per kind: `arrays.py` makes `x * scale` a
+# `multiply` node, `containers.py` indexes a list, `functions.py` inlines a
+# call — and pushes the result.  Here we write that loop ourselves so we can
+# print the stack after each step.
 
 # %%
 def show(var: VariableTracker) -> str:
@@ -120,7 +124,7 @@ assert ArrayVariable in seen_on_stack and ConstantVariable in seen_on_stack
 #   appended a `multiply` node to the graph and pushed an `ArrayVariable` for it.
 # * `LOAD_GLOBAL np` / `LOAD_ATTR tanh` pushed the real function `np.tanh`
 #   (an object known by identity); `CALL` looked it up in the table of NumPy
-#   functions (`dynamo/numpy_calls.py`) and added a `tanh` node.
+#   functions (`dynamo/variables/numpy_calls.py`) and added a `tanh` node.
 # * `.sum` became a `MethodVariable` until `CALL` bound its keyword `axis=0`.
 #
 # TorchDynamo has the same cast: `TensorVariable` (a node of the FX graph),
@@ -214,6 +218,6 @@ assert call_ops == ({"KW_NAMES"} if bytecode.CURRENT.kw_names_instruction else {
 # | `dynamo/eval_frame.py` `OptimizedFunction` | `eval_frame.py` (`_TorchDynamoContext`, the frame hook) | intercept the call, check cache entries |
 # | `dynamo/convert_frame.py` `capture` | `convert_frame.py` | run the interpreter over one frame |
 # | `dynamo/symbolic_convert.py` `InstructionTranslator` | `symbolic_convert.py` `InstructionTranslator` | one handler per opcode over a symbolic stack |
-# | `dynamo/variables.py` | `variables/` (`VariableTracker` and subclasses) | what a stack slot stands for |
+# | `dynamo/variables/` (`base.py`, `arrays.py`, `containers.py`, ...) | `variables/` (`VariableTracker` and subclasses) | what a stack slot stands for, one module per kind of value, and what operations on it mean |
 # | `dynamo/output_graph.py` `OutputGraph` | `output_graph.py` `OutputGraph` | the graph, its inputs and guards |
 # | `ir.Graph` | `torch.fx.Graph` | the captured program |

@@ -39,7 +39,7 @@ view-ness the trace cannot tell, followed by a write that would make the
 difference visible, refuses the capture (the function then runs as Python).
 
 In:  the interpreter's calls (``OutputGraph.wrap`` for inputs,
-     ``OutputGraph.call`` for op results, ``InstructionTranslator.update_array``
+     ``OutputGraph.call`` for op results, ``variables.arrays.update_array``
      for writes).
 Out: array variables that know their storage and view chain; write-backs
      and guards for the compiled code (``write_backs``, ``install_guards``).
@@ -59,7 +59,7 @@ from .source import Source
 
 if TYPE_CHECKING:
     from .output_graph import OutputGraph
-    from .variables import ArrayVariable
+    from .variables.arrays import ArrayVariable
 
 # View ops whose result can never be written through (NumPy marks them read-only).
 READONLY_VIEWS = frozenset({"broadcast_to", "sliding_window_view", "diagonal"})
@@ -235,7 +235,7 @@ class Functionalizer:
     def input(self, value: Any, source: Source, node: ir.Node, scalar: bool = False) -> "ArrayVariable":
         """The variable of an array read from the frame (its own storage, grouped with
         every earlier input whose memory it may share)."""
-        from .variables import ArrayVariable
+        from .variables.arrays import ArrayVariable
 
         if _is_tensor(value) or scalar:
             # mc.Tensor has no in-place operators (x += 1 rebinds, as on NumPy scalars).
@@ -256,7 +256,7 @@ class Functionalizer:
     def result(self, node: ir.Node, args: dict[str, Any], scalar: bool) -> "ArrayVariable":
         """The variable of an op's result: a view of its first argument's storage
         when NumPy would return a view, else a storage of its own."""
-        from .variables import ArrayVariable
+        from .variables.arrays import ArrayVariable
 
         op = node.op.name
         parent = next(iter(args.values()), None)
@@ -286,7 +286,7 @@ class Functionalizer:
         return self._fresh(node, False, _c_layout(node) if known_c else None)
 
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
-        from .variables import ArrayVariable
+        from .variables.arrays import ArrayVariable
 
         if scalar:  # a NumPy scalar: a copy, immutable
             return ArrayVariable(node, scalar=True)
@@ -430,7 +430,8 @@ class Functionalizer:
     def aliases(self, var: Any) -> bool:
         """Does this (returned) variable hold an argument or a view, whose identity or
         shared memory a graph output would lose?"""
-        from .variables import ArrayVariable, DictVariable, ListVariable, TupleVariable
+        from .variables.arrays import ArrayVariable
+        from .variables.containers import DictVariable, ListVariable, TupleVariable
 
         if isinstance(var, ArrayVariable):
             return var.storage is not None and (bool(var.view) or var.storage.source is not None)
@@ -444,7 +445,8 @@ class Functionalizer:
 
 
 def _array_leaves(args: Any) -> list:
-    from .variables import ArrayVariable, ListVariable, TupleVariable
+    from .variables.arrays import ArrayVariable
+    from .variables.containers import ListVariable, TupleVariable
 
     out = []
     values = args.values() if isinstance(args, dict) else args

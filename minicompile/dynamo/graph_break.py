@@ -32,7 +32,9 @@ from .exc import NotResumable
 from .output_graph import OutputGraph
 from .reconstruct import Reconstructor
 from .resume_execution import can_resume, covered_by_exception_table, inside_loop, make_resume_code
-from .variables import NULL, ConstantVariable, TupleVariable, UserFunctionVariable, VariableTracker
+from .variables.base import NULL, ConstantVariable, VariableTracker
+from .variables.containers import TupleVariable
+from .variables.functions import UserFunctionVariable
 
 JUMPS_IF_TRUE = {"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE"}
 JUMPS_IF_FALSE = {"POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE"}

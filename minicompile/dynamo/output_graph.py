@@ -5,7 +5,7 @@ guards, and the list of sources its placeholders read (``L['x']``,
 ``G['W']``).  :meth:`OutputGraph.wrap` is where a value from the frame turns
 into a variable tracker — an array becomes a placeholder guarded on type,
 shape, dtype and strides; a scalar becomes a constant guarded on its value; a
-list or dict is guarded on its type only and read lazily (frame_containers.py); a
+list or dict is guarded on its type only and read lazily (variables/frame_containers.py); a
 module or known function becomes an object guarded on identity.  Anything else
 is unsupported, and the reason names the source.
 """
@@ -28,20 +28,15 @@ from .functionalization import Functionalizer
 from .guards import GuardSet
 from .side_effects import SideEffects
 from .source import Source, item_source
-from .variables import (
-    ArrayVariable,
-    ConstantVariable,
-    ListVariable,
-    PythonObjectVariable,
-    TupleVariable,
-    UserFunctionVariable,
-    UserObjectVariable,
-    VariableTracker,
-)
+from .variables.arrays import ArrayVariable
+from .variables.base import CONSTANT_TYPES, ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
+from .variables.containers import ListVariable, TupleVariable
+from .variables.functions import UserFunctionVariable
+from .variables.user_objects import UserObjectVariable
 
 # Functions that, applied to a NumPy scalar, give back a NumPy scalar: NumPy runs
 # them as the scalar's own method (np.reshape(s, ()) is s.reshape(())).  Methods of
-# a NumPy scalar always return scalars for 0-d results (see call_function).
+# a NumPy scalar always return scalars for 0-d results (see numpy_calls.call_method).
 SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze"})
 
 # The arguments that may hold symbolic sizes (their rules handle them), by op;
@@ -50,21 +45,6 @@ SIZE_ARGUMENTS: dict[str, frozenset[str]] = {
     "reshape": frozenset({"shape"}), "getitem": frozenset({"key"}), "setitem": frozenset({"key"}),
     **{op: frozenset({"shape"}) for op in ("zeros", "ones", "empty", "full")},
 }
-
-
-def specialize_sizes(value: Any) -> Any:
-    """``value`` with each symbolic size replaced by its (guarded) example value."""
-    if isinstance(value, Sym):
-        return int(value)
-    if isinstance(value, (tuple, list)) and not isinstance(value, ir.TensorMeta):
-        return type(value)(specialize_sizes(v) for v in value)
-    if isinstance(value, slice):
-        return slice(*(specialize_sizes(v) for v in (value.start, value.stop, value.step)))
-    return value
-
-
-# Python values that are baked into the graph as constants (and guarded on value).
-CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
 
 
 _INT8_ZERO = np.zeros((), np.int8)

@@ -22,18 +22,11 @@ from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
 from .functionalization import is_c_contiguous, storage_array
 from .output_graph import OutputGraph
-from .variables import (
-    ArrayVariable,
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    MethodVariable,
-    PythonObjectVariable,
-    TupleVariable,
-    UserFunctionVariable,
-    UserObjectVariable,
-    VariableTracker,
-)
+from .variables.arrays import ArrayVariable
+from .variables.base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker
+from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.functions import UserFunctionVariable
+from .variables.user_objects import UserObjectVariable
 
 
 class Reconstructor:

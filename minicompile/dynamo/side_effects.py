@@ -16,21 +16,18 @@ append on whatever the list holds by then, where rewriting the whole list
 would drop the appends of another thread made in between.  It also means a
 change needs no guard on what it did not read.
 
-In: :meth:`record` calls from the interpreter and the container methods
-(container_methods.py), and :func:`delete_attribute`.  Out: :meth:`emit`'s
+In: :meth:`record` and the ``store_``/``delete_`` methods, called by the
+interpreter and the variables' code (variables/containers.py for lists and
+dicts, variables/user_objects.py for attributes).  Out: :meth:`emit`'s
 statements, which the code after the graph runs.
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .exc import Unsupported
-from .variables import UserObjectVariable, VariableTracker
-
-if TYPE_CHECKING:
-    from .symbolic_convert import InstructionTranslator
+from .variables.base import VariableTracker
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class SideEffects:
     attributes: dict[tuple[str, str], VariableTracker] = field(default_factory=dict)
     # global name -> its value now (writes to the traced function's own module)
     globals: dict[str, VariableTracker] = field(default_factory=dict)
-    # the caller's lists and dicts the trace has wrapped (frame_containers.py)
+    # the caller's lists and dicts the trace has wrapped (variables/frame_containers.py)
     containers: list[Any] = field(default_factory=list)
 
     def __bool__(self) -> bool:
@@ -135,24 +132,3 @@ class SideEffects:
         name it was reached through.
         """
         return [effect.statement(expr) for effect in self.log]
-
-
-def delete_attribute(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> None:
-    """``del obj.name`` on an object of the caller's: the attribute must be in its
-    ``__dict__`` (guarded, unless the trace set it), then it is gone for the trace."""
-    if not isinstance(obj, UserObjectVariable) or obj.source is None:
-        raise Unsupported(f"deleting attribute .{name} of {obj.describe()}")
-    if hasattr(inspect.getattr_static(type(obj.value), name, None), "__delete__"):
-        raise Unsupported(f"deleting .{name}, which runs a descriptor's deleter")
-    effects, s = tx.output.side_effects, obj.source.expr
-    if (s, name) in effects.attributes:
-        effects.read_attr(s, name)  # AttributeError if the trace deleted it already
-    else:
-        present = name in getattr(obj.value, "__dict__", {})
-        tx.output.guards.add(obj.source, f"{name!r} {'in' if present else 'not in'} {s}.__dict__",
-                             f"{s}.__dict__", tx.lineno)
-        if not present:
-            raise Unsupported(f"AttributeError: {type(obj.value).__name__!r} object has no attribute {name!r}",
-                              numpy_error=True)
-    tx.output.mutations += 1
-    effects.delete_attr(obj, name)

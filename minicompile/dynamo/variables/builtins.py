@@ -1,38 +1,288 @@
-"""Calls to Python builtins on traced variables.
+"""Python's builtins on traced values: operators, subscripts, ``getattr``, truth, calls.
 
-Builtins whose arguments are all known at trace time simply run (they are
-pure); this table covers the ones that must see variables: ``len`` of an
-array, ``zip``/``enumerate`` over lists of arrays, ``sum`` of arrays, ``abs``,
-``isinstance``, ``getattr``.  A few (:data:`SHALLOW_BUILTINS`) are answered
-for a list or dict before its items are read at all: ``len(lst)`` needs only
-the length, ``isinstance(d, dict)`` nothing, so neither guards the items.
-The methods of lists and dicts live in container_methods.py.
+This is where an opcode handler hands a value over to the code of its kind.
+In:  the operands of an operator (BINARY_OP, COMPARE_OP, IS_OP, ...), a
+     container and a key, an object and an attribute name, a callable and its
+     arguments, a builtin function (``len``, ``zip``, ``sum``) and its arguments.
+Out: the result's variable, from the module of the value's kind — arrays.py
+     (a graph node), containers.py, user_objects.py, functions.py (an inlined
+     call), numpy_calls.py (a NumPy call) — or, where every operand is known
+     at trace time, from running the operation itself (:func:`evaluate`): a
+     pure function on constants gives exactly the value eager execution would.
+
+The builtins in :data:`BUILTINS` are the ones that must see variables: ``len``
+of an array, ``zip``/``enumerate`` over lists of arrays, ``sum`` of arrays,
+``abs``, ``isinstance``, ``getattr``.  A few (:data:`SHALLOW_BUILTINS`) are
+answered for a list or dict before its items are read at all: ``len(lst)``
+needs only the length, ``isinstance(d, dict)`` nothing, so neither guards the
+items.
 """
 from __future__ import annotations
 
 import builtins
+import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .containers import CONTAINER_METHODS
+from ...ir.symbolic import is_symbolic
 from ..exc import Unsupported
-from .base import (
-    ArrayVariable,
-    ConstantVariable,
+from . import arrays, containers, functions, numpy_calls, user_objects
+from .arrays import ArrayVariable
+from .base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker, specialize_sizes
+from .containers import (
     DictVariable,
     IteratorVariable,
     ListVariable,
     TupleVariable,
-    UserObjectVariable,
-    VariableTracker,
+    container_methods,
+    is_constant,
+    python_value,
+    sequence_items,
+    wrap_value,
 )
+from .functions import UserFunctionVariable, inline_call
+from .user_objects import UserObjectVariable
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
 
 Handler = Callable[["InstructionTranslator", list, dict], VariableTracker]
 
+# Callables that are safe to run at trace time on constant arguments: they are
+# pure, so running them early gives exactly the value eager execution would.
+PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range, slice,
+                 isinstance, type, getattr, hasattr, repr, format, sum, any, all, sorted}
+PURE_MODULES = ("math",)
+
+# Trace-time functions under which a symbolic size stays symbolic (see evaluate).
+SIZE_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                             operator.neg, operator.pos, operator.eq, operator.ne, operator.lt,
+                             operator.le, operator.gt, operator.ge})
+
+
+def evaluate(fn: Callable, *args: Any, **kwargs: Any) -> VariableTracker:
+    """Run ``fn`` at trace time on Python values; its error becomes eager's error.
+
+    Symbolic sizes (dynamic shapes) stay symbolic through size arithmetic and
+    comparisons only; any other function (``str``, ``float``, ``math.prod``)
+    gets their example values, each guarded: it would not know a ``Sym``."""
+    if fn not in SIZE_ARITHMETIC and is_symbolic((args, tuple(kwargs.values()))):
+        args, kwargs = specialize_sizes(args), {k: specialize_sizes(v) for k, v in kwargs.items()}
+    try:
+        return wrap_value(fn(*args, **kwargs))
+    except TypeError:
+        if not is_symbolic((args, tuple(kwargs.values()))):
+            raise
+        # An operator the size type does not implement (s0 ** 2, s0 / 2).
+        return evaluate(lambda: fn(*specialize_sizes(args), **specialize_sizes(kwargs)))
+    except Unsupported:
+        raise
+    except Exception as e:
+        name = getattr(fn, "__name__", repr(fn))
+        raise Unsupported(f"{name}(...) raised {type(e).__name__}: {e}", numpy_error=True) from None
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _pure(fn: Any) -> bool:
+    """May ``fn`` run at trace time?  Pure NumPy functions, math, a few builtins, scalar types."""
+    if _hashable(fn) and (fn in PURE_BUILTINS or fn in numpy_calls.FUNCTIONS):
+        return True
+    if isinstance(fn, type) and (issubclass(fn, np.generic) or fn is np.dtype):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    if module in PURE_MODULES:
+        return True
+    # Bound methods of immutable values ("{}".format, (3).bit_length)
+    owner = getattr(fn, "__self__", None)
+    return isinstance(owner, (str, int, float, tuple, np.generic, np.dtype)) and not isinstance(owner, type)
+
+
+# -- operators ----------------------------------------------------------------------------------
+
+# Python operators -> (operator function for Python values, ufunc op for arrays)
+BINARY_OPS: dict[str, tuple[Callable, str | None]] = {
+    "+": (operator.add, "add"),
+    "-": (operator.sub, "subtract"),
+    "*": (operator.mul, "multiply"),
+    "/": (operator.truediv, "divide"),
+    "//": (operator.floordiv, "floor_divide"),
+    "%": (operator.mod, "remainder"),
+    "**": (operator.pow, "power"),
+    "@": (operator.matmul, "matmul"),
+    "&": (operator.and_, "bitwise_and"),
+    "|": (operator.or_, "bitwise_or"),
+    "^": (operator.xor, "bitwise_xor"),
+    "<<": (operator.lshift, "left_shift"),
+    ">>": (operator.rshift, "right_shift"),
+}
+COMPARE_OPS: dict[str, tuple[Callable, str]] = {
+    "<": (operator.lt, "less"),
+    "<=": (operator.le, "less_equal"),
+    ">": (operator.gt, "greater"),
+    ">=": (operator.ge, "greater_equal"),
+    "==": (operator.eq, "equal"),
+    "!=": (operator.ne, "not_equal"),
+}
+UNARY_OPS: dict[str, tuple[Callable, str]] = {
+    "negative": (operator.neg, "negative"),
+    "positive": (operator.pos, "positive"),
+    "invert": (operator.invert, "invert"),
+}
+
+
+def binary(tx: "InstructionTranslator", symbol: str, a: VariableTracker, b: VariableTracker,
+           inplace: bool) -> VariableTracker:
+    """``a symbol b``, or ``a symbol= b`` when ``inplace``."""
+    py_fn, op = BINARY_OPS[symbol]
+    if is_constant(a) and is_constant(b):
+        return evaluate(py_fn, python_value(a), python_value(b))
+    if inplace and isinstance(a, ListVariable):
+        containers.LIST_METHODS["extend"](tx, a, [b], {})  # lst += items extends lst itself
+        return a
+    return arrays.binary(tx, symbol, op, a, b, inplace)
+
+
+def compare(tx: "InstructionTranslator", symbol: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """``a symbol b`` for a comparison (``<``, ``==``, ...)."""
+    py_fn, op = COMPARE_OPS[symbol]
+    if is_constant(a) and is_constant(b):
+        return evaluate(py_fn, python_value(a), python_value(b))
+    return arrays.compare(tx, op, a, b)
+
+
+def unary(tx: "InstructionTranslator", kind: str, var: VariableTracker) -> VariableTracker:
+    """``-var``, ``+var``, ``~var`` (``kind`` is a key of :data:`UNARY_OPS`)."""
+    py_fn, op = UNARY_OPS[kind]
+    if is_constant(var):
+        return evaluate(py_fn, python_value(var))
+    return arrays.unary(tx, op, var)
+
+
+def is_(a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b``."""
+    objects = (ListVariable, DictVariable, UserObjectVariable)
+    if isinstance(a, objects) or isinstance(b, objects):
+        return a is b  # one object is one variable (wrap deduplicates by identity, guarded)
+    if is_constant(a) and is_constant(b):
+        return specialize_sizes(python_value(a)) is specialize_sizes(python_value(b))
+    if isinstance(a, ArrayVariable) != isinstance(b, ArrayVariable):
+        return False  # an array is never None, a constant or a module
+    raise Unsupported("'is' between two arrays (their identity is not traced)")
+
+
+def truth(var: VariableTracker) -> bool:
+    """``bool(var)``, for a branch: known at trace time, or data-dependent control flow."""
+    if isinstance(var, ArrayVariable):
+        raise Unsupported(
+            "branch on an array value (bool(array)): data-dependent control flow"
+        )
+    known = containers.container_truth(var)  # a list or dict: its length only
+    return known if known is not None else bool(python_value(var))
+
+
+# -- subscripts -----------------------------------------------------------------------------------
+
+def getitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    """``container[index]``."""
+    if isinstance(container, ArrayVariable):
+        return arrays.getitem(tx, container, index)
+    if isinstance(container, (DictVariable, ListVariable, TupleVariable)):
+        return containers.getitem(tx, container, index)
+    key = python_value(index)
+    return evaluate(operator.getitem, python_value(container), key)
+
+
+def setitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker,
+            value: VariableTracker) -> None:
+    """``container[index] = value``."""
+    if isinstance(container, ArrayVariable):
+        arrays.setitem(tx, container, index, value)
+    else:
+        containers.setitem(tx, container, index, value)
+
+
+def delitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> None:
+    """``del container[index]``."""
+    if isinstance(container, ArrayVariable):
+        arrays.delitem(tx, container, index)
+    else:
+        containers.delitem(tx, container, index)
+
+
+# -- attributes -----------------------------------------------------------------------------------
+
+def get_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> VariableTracker:
+    """``obj.name``, from the module of ``obj``'s kind."""
+    if isinstance(obj, ArrayVariable):
+        return arrays.get_attr(tx, obj, name)
+    if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, types.ModuleType):
+        return user_objects.module_attr(tx, obj, name)
+    if user_objects.is_user_class(obj):
+        return user_objects.class_attr(tx, obj, name)
+    if isinstance(obj, UserObjectVariable):
+        return user_objects.get_attr(tx, obj, name)
+    methods = container_methods(obj)
+    if methods is not None and name in methods:
+        return MethodVariable(obj, name)
+    if isinstance(obj, UserFunctionVariable):
+        return functions.get_attr(tx, obj, name)
+    if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, np.ufunc):
+        return evaluate(getattr, obj.value, name)  # np.add.at, np.add.nin
+    if is_constant(obj):
+        value = python_value(obj)
+        if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
+            return evaluate(getattr, value, name)
+    raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
+
+
+# -- calls ----------------------------------------------------------------------------------------
+
+def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
+    """``fn(*args, **kwargs)``: a method, an inlined user function, a NumPy call, a
+    builtin, or a pure function run at trace time."""
+    if isinstance(fn, MethodVariable):
+        methods = container_methods(fn.obj)
+        if methods is not None:
+            return methods[fn.name](tx, fn.obj, args, kwargs)
+        return numpy_calls.call_method(tx, fn.obj, fn.name, args, kwargs)
+    if isinstance(fn, UserFunctionVariable):
+        return inline_call(tx, fn, args, kwargs)
+    if isinstance(fn, UserObjectVariable):
+        result = user_objects.call_bound_method(tx, fn, args, kwargs)
+        if result is not None:
+            return result
+    if not isinstance(fn, (PythonObjectVariable, ConstantVariable)):
+        raise Unsupported(f"calling {fn.describe()} is not supported")
+    target = fn.value
+    name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    shallow = shallow_builtin(tx, target, args, kwargs)  # len(lst): its length, not its items
+    if shallow is not None:
+        return shallow
+    all_constant = all(is_constant(a) for a in args) and all(is_constant(v) for v in kwargs.values())
+    result = numpy_calls.call_function(tx, target, name, args, kwargs, all_constant)
+    if result is not None:
+        return result
+    if all_constant and _pure(target):
+        values = [python_value(a) for a in args]
+        kw_values = {k: python_value(v) for k, v in kwargs.items()}
+        return evaluate(target, *values, **kw_values)
+    if _hashable(target) and target in BUILTINS:
+        return BUILTINS[target](tx, args, kwargs)
+    if isinstance(target, types.FunctionType):
+        return inline_call(tx, UserFunctionVariable(target, source=fn.source), args, kwargs)
+    raise Unsupported(f"call to {name} is not supported yet")
+
+
+# -- builtin functions that see variables ------------------------------------------------------
 
 def _len(tx: "InstructionTranslator", args: list, kwargs: dict) -> VariableTracker:
     (var,) = args
@@ -52,7 +302,7 @@ def _abs(tx, args, kwargs):
 
 
 def _isinstance(tx, args, kwargs):
-    obj, classes = args[0], tx.python_value(args[1])
+    obj, classes = args[0], python_value(args[1])
     kind = next((k for cls, k in ((ArrayVariable, np.ndarray), (TupleVariable, tuple), (ListVariable, list),
                                   (DictVariable, dict)) if isinstance(obj, cls)), None)
     if kind is None and isinstance(obj, UserObjectVariable):
@@ -67,33 +317,33 @@ def _isinstance(tx, args, kwargs):
 def _zip(tx, args, kwargs):
     if kwargs:
         raise Unsupported("zip(strict=...) is not supported yet")
-    columns = [tx.sequence_items(a) for a in args]
+    columns = [sequence_items(tx, a) for a in args]
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
 
 
 def _enumerate(tx, args, kwargs):
-    start = tx.python_value(kwargs.get("start", args[1] if len(args) > 1 else ConstantVariable(0)))
-    items = tx.sequence_items(args[0])
+    start = python_value(kwargs.get("start", args[1] if len(args) > 1 else ConstantVariable(0)))
+    items = sequence_items(tx, args[0])
     return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)])
 
 
 def _reversed(tx, args, kwargs):
-    return IteratorVariable(list(reversed(tx.sequence_items(args[0]))))
+    return IteratorVariable(list(reversed(sequence_items(tx, args[0]))))
 
 
 def _list(tx, args, kwargs):
-    return ListVariable(tx.sequence_items(args[0]) if args else [])
+    return ListVariable(sequence_items(tx, args[0]) if args else [])
 
 
 def _tuple(tx, args, kwargs):
-    return TupleVariable(tx.sequence_items(args[0]) if args else [])
+    return TupleVariable(sequence_items(tx, args[0]) if args else [])
 
 
 def _sum(tx, args, kwargs):
-    items = tx.sequence_items(args[0])
+    items = sequence_items(tx, args[0])
     total = kwargs.get("start", args[1] if len(args) > 1 else ConstantVariable(0))
     for item in items:  # Python's sum is a left fold of +
-        total = tx.binary("+", total, item, inplace=False)
+        total = binary(tx, "+", total, item, inplace=False)
     return total
 
 
@@ -101,38 +351,38 @@ def _min_max(symbol: str) -> Handler:
     def handler(tx, args, kwargs):
         if kwargs:
             raise Unsupported(f"{'min' if symbol == '<' else 'max'}(key=/default=) on variables")
-        items = tx.sequence_items(args[0]) if len(args) == 1 else list(args)
+        items = sequence_items(tx, args[0]) if len(args) == 1 else list(args)
         if any(isinstance(v, ArrayVariable) for v in items):
             raise Unsupported("builtin min()/max() over arrays compares them (bool of an array)")
-        values = [tx.python_value(v) for v in items]
-        return tx.wrap_value((min if symbol == "<" else max)(values))
+        values = [python_value(v) for v in items]
+        return wrap_value((min if symbol == "<" else max)(values))
     return handler
 
 
 def _truth_fold(fold: Callable) -> Handler:
     """any() / all() over an iterable whose items are known at trace time."""
     def handler(tx, args, kwargs):
-        items = tx.sequence_items(args[0])
-        return ConstantVariable(fold(tx.truth(v) for v in items))
+        items = sequence_items(tx, args[0])
+        return ConstantVariable(fold(truth(v) for v in items))
     return handler
 
 
 def _sorted(tx, args, kwargs):
     """sorted() of items known at trace time (a dict's keys, a list of constants)."""
-    items = tx.sequence_items(args[0])
-    values = [tx.python_value(v) for v in items]
-    options = {k: tx.python_value(v) for k, v in kwargs.items()}
-    return ListVariable([tx.wrap_value(v) for v in sorted(values, **options)])
+    items = sequence_items(tx, args[0])
+    values = [python_value(v) for v in items]
+    options = {k: python_value(v) for k, v in kwargs.items()}
+    return ListVariable([wrap_value(v) for v in sorted(values, **options)])
 
 
 def _getattr(tx, args, kwargs):
-    name = tx.python_value(args[1])
+    name = python_value(args[1])
     if len(args) == 3:
         try:
-            return tx.get_attr(args[0], name)
+            return get_attr(tx, args[0], name)
         except Unsupported:
             return args[2]
-    return tx.get_attr(args[0], name)
+    return get_attr(tx, args[0], name)
 
 
 BUILTINS: dict[Any, Handler] = {
@@ -154,14 +404,12 @@ BUILTINS: dict[Any, Handler] = {
 }
 
 
-
-
 def _bool(tx, args, kwargs):
     return ConstantVariable(args[0].nonempty())
 
 
 def _type(tx, args, kwargs):
-    return tx.wrap_value(list if isinstance(args[0], ListVariable) else dict)
+    return wrap_value(list if isinstance(args[0], ListVariable) else dict)
 
 
 # Answered from a list's or dict's length or type alone (their items stay unread).
@@ -184,6 +432,3 @@ def shallow_builtin(tx: "InstructionTranslator", target: Any, args: list, kwargs
     except TypeError:  # an unhashable callable
         return None
     return handler(tx, args, kwargs) if handler is not None else None
-
-
-__all__ = ["BUILTINS", "CONTAINER_METHODS", "SHALLOW_BUILTINS", "shallow_builtin"]

@@ -1,40 +1,246 @@
-"""Lists and dicts in traced code: methods, subscripts, ``in``, ``del``, truth.
+"""Tuples, lists, dicts and iterators: what they are, and what Python does with them.
 
-In: the interpreter's list or dict variable and the call's arguments.  Out:
-the result variable; the container's variable is changed the way Python
-would change the object, and — when the object is the caller's (it has a
-source) — the change is recorded as an :class:`~.side_effects.Effect`, to be
-replayed on the real object after the graph, as the same operation.
+In:  a container variable and what the opcode or the call does with it —
+     a method call with its arguments, a subscript, ``in``, ``del``, a loop,
+     unpacking — from the opcode handlers (through builtins.py's dispatch).
+Out: the result variable; a list or dict variable is changed the way Python
+     would change the object, and — when the object is the caller's (it has a
+     source) — the change is recorded as an :class:`~minicompile.dynamo.side_effects.Effect`, to be
+     replayed on the real object after the graph, as the same operation.
 
 Every handler reads through the container's item-by-item methods
-(``length``, ``item``, ``lookup``, ...; see variables.py and
-frame_containers.py), so on a list or dict of the caller's it reads, and
-guards, only what the operation needs: ``append`` nothing, ``insert`` nothing
-until the list is read, ``pop`` the length and the popped item, ``remove``
-every item.  A handler that fails (Python would raise) fails before it
-changes anything, so a graph break there can resume.
+(``length``, ``item``, ``lookup``, ...), so on a list or dict of the caller's
+(frame_containers.py) it reads, and guards, only what the operation needs:
+``append`` nothing, ``insert`` nothing until the list is read, ``pop`` the
+length and the popped item, ``remove`` every item.  A handler that fails
+(Python would raise) fails before it changes anything, so a graph break there
+can resume.
+
+Also here: the way between Python values and variables — :func:`python_value`
+of a variable known at trace time, :func:`wrap_value` of a value computed at
+trace time — since a tuple or list of values is a container of variables.
 """
 from __future__ import annotations
 
 import operator
+import types
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
 from ..exc import Unsupported
-from .frame_containers import FrameContainer, FrameDictVariable, FrameListVariable
-from ..output_graph import specialize_sizes
 from ..side_effects import Effect
-from .base import (
-    ArrayVariable,
-    ConstantVariable,
-    DictVariable,
-    IteratorVariable,
-    ListVariable,
-    TupleVariable,
-    VariableTracker,
-)
+from ..source import Source
+from .base import CONSTANT_TYPES, ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
+
+
+@dataclass(eq=False)
+class TupleVariable(VariableTracker):
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"tuple of {len(self.items)}"
+
+
+@dataclass(eq=False)
+class ListVariable(VariableTracker):
+    """A list made during the trace.  The methods below are how container code reads
+    and changes a list item by item; a list of the caller's (frame_containers.py)
+    implements them so that they read, and guard, only what they touch."""
+
+    items: list[VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"list of {len(self.items)}"
+
+    def length(self) -> int:
+        return len(self.items)
+
+    def nonempty(self) -> bool:
+        return bool(self.items)
+
+    def item(self, index: int) -> VariableTracker:
+        return self.items[index]
+
+    def cells(self) -> list:
+        """The item list itself, for changes that move items without reading them."""
+        return self.items
+
+    def append_items(self, values: list) -> None:
+        self.items.extend(values)
+
+    def insert_item(self, index: int, value: VariableTracker) -> None:
+        self.items.insert(index, value)
+
+    def set_item(self, index: int, value: VariableTracker) -> None:
+        self.items[index] = value
+
+    def pop_item(self, index: int) -> VariableTracker:
+        return self.items.pop(index)
+
+    def delete_item(self, index: int | slice) -> None:
+        if not isinstance(index, slice):
+            self.items[index]  # IndexError as Python's
+        del self.items[index]
+
+    def reverse_items(self) -> None:
+        self.items.reverse()
+
+    def clear_items(self) -> None:
+        self.items.clear()
+
+    def changed(self) -> None:
+        """The trace has changed it (a list of the caller's takes note)."""
+
+
+@dataclass(eq=False)
+class DictVariable(VariableTracker):
+    """A dict whose keys are Python constants; values are variables.  Like
+    ListVariable's, its methods read and change it key by key."""
+
+    items: dict[Any, VariableTracker]
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return f"dict of {len(self.items)}"
+
+    def keys(self) -> list:
+        return list(self.items)
+
+    def length(self) -> int:
+        return len(self.items)
+
+    def nonempty(self) -> bool:
+        return bool(self.items)
+
+    def contains(self, key: Any) -> bool:
+        return key in self.items
+
+    def lookup(self, key: Any) -> VariableTracker | None:
+        return self.items.get(key)
+
+    def set_item(self, key: Any, value: VariableTracker) -> None:
+        self.items[key] = value
+
+    def delete_item(self, key: Any) -> None:
+        del self.items[key]
+
+    def clear_items(self) -> None:
+        self.items.clear()
+
+    def changed(self) -> None:
+        """The trace has changed it (a dict of the caller's takes note)."""
+
+
+@dataclass(eq=False)
+class IteratorVariable(VariableTracker):
+    """An iterator over a sequence known at trace time (``for`` loops unroll)."""
+
+    items: list[VariableTracker]
+    position: int = 0
+    source: Source | None = None
+
+    def describe(self) -> str:
+        return "iterator"
+
+
+# -- Python values and variables --------------------------------------------------------------
+
+def python_value(var: VariableTracker) -> Any:
+    """The real Python value of a variable known at trace time."""
+    if isinstance(var, (ConstantVariable, PythonObjectVariable)):
+        return var.value
+    if isinstance(var, TupleVariable):
+        return tuple(python_value(v) for v in var.items)
+    if isinstance(var, ListVariable):
+        return [python_value(v) for v in var.items]
+    if isinstance(var, DictVariable):
+        return {k: python_value(v) for k, v in var.items.items()}
+    raise Unsupported(f"{var.describe()} is not known at trace time")
+
+
+def is_constant(var: VariableTracker) -> bool:
+    """Is ``var`` known at trace time (:func:`python_value` gives its value)?"""
+    if isinstance(var, (ConstantVariable, PythonObjectVariable)):
+        return True
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return all(is_constant(v) for v in var.items)
+    if isinstance(var, DictVariable):
+        return all(is_constant(v) for v in var.items.values())
+    return False
+
+
+def wrap_value(value: Any) -> VariableTracker:
+    """A variable for a value computed at trace time (no source, no guard)."""
+    if type(value) is tuple:
+        return TupleVariable([wrap_value(v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_value(v) for v in value])
+    if isinstance(value, np.ndarray):
+        raise Unsupported("creating arrays from constants is not supported yet")
+    if isinstance(value, CONSTANT_TYPES) or isinstance(value, (slice, range, types.CodeType)):
+        return ConstantVariable(value)
+    return PythonObjectVariable(value)
+
+
+def dict_key(var: VariableTracker) -> Any:
+    """A dict key: looked up by its value, guarded."""
+    key = specialize_sizes(python_value(var))
+    try:
+        hash(key)
+    except TypeError:
+        raise Unsupported(f"unhashable dict key {var.describe()}") from None
+    return key
+
+
+# -- iteration and unpacking ------------------------------------------------------------------
+
+def sequence_items(tx: "InstructionTranslator", var: VariableTracker) -> list[VariableTracker]:
+    """The items of iterating over ``var``: ``for``, ``*args``, unpacking, ``list(...)``."""
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return list(var.items)
+    if isinstance(var, DictVariable):
+        return [wrap_value(k) for k in var.keys()]  # the keys, not the values
+    if isinstance(var, IteratorVariable):
+        items, var.position = var.items[var.position:], len(var.items)
+        return items
+    items = var.unpack(tx)  # an array's error, a named tuple's fields
+    if items is not None:
+        return items
+    value = python_value(var)
+    try:
+        return [wrap_value(v) for v in value]
+    except TypeError as e:
+        raise Unsupported(f"TypeError: {e}") from None
+
+
+def iterate(tx: "InstructionTranslator", var: VariableTracker) -> IteratorVariable:
+    """``iter(var)`` (GET_ITER): an iterator over items known now; the loop unrolls."""
+    if isinstance(var, IteratorVariable):
+        return var
+    if isinstance(var, ListVariable):
+        # A list iterator sees items appended during the loop: share the item list.
+        return IteratorVariable(var.items)
+    return IteratorVariable(sequence_items(tx, var))
+
+
+def next_item(it: VariableTracker) -> VariableTracker | None:
+    """``next(it)`` in a ``for`` loop (FOR_ITER): the next item, or None when exhausted."""
+    if not isinstance(it, IteratorVariable):
+        raise Unsupported(f"for loop over {it.describe()}")
+    if it.position < len(it.items):
+        it.position += 1
+        return it.items[it.position - 1]
+    return None
+
+
+# -- changes --------------------------------------------------------------------------------
 
 NONE = ConstantVariable(None)
 
@@ -46,8 +252,7 @@ def _changed(tx: "InstructionTranslator", container: VariableTracker, kind: str,
     tx.output.mutations += 1
     if container.source is not None:
         tx.output.side_effects.record(Effect(kind, container, name, tuple(args), keywords))
-        if isinstance(container, FrameContainer):
-            container.changed()
+        container.changed()
 
 
 def _arguments(what: str, args: list, kwargs: dict, low: int, high: int) -> list:
@@ -60,9 +265,9 @@ def _arguments(what: str, args: list, kwargs: dict, low: int, high: int) -> list
     return list(args)
 
 
-def _index(tx: "InstructionTranslator", var: VariableTracker) -> int | slice:
+def _index(var: VariableTracker) -> int | slice:
     """A list index or slice, as Python reads it (sizes specialized)."""
-    value = specialize_sizes(tx.python_value(var))
+    value = specialize_sizes(python_value(var))
     if isinstance(value, slice):
         return value
     try:
@@ -87,7 +292,7 @@ def _list_append(tx, lst: ListVariable, args, kwargs):
 
 def _list_extend(tx, lst: ListVariable, args, kwargs):
     (other,) = _arguments("list.extend", args, kwargs, 1, 1)
-    values = tx.sequence_items(other)  # read before the change: lst.extend(lst) doubles it
+    values = sequence_items(tx, other)  # read before the change: lst.extend(lst) doubles it
     lst.append_items(values)
     _changed(tx, lst, "call", "extend", (ListVariable(list(values)),))
     return NONE
@@ -95,7 +300,7 @@ def _list_extend(tx, lst: ListVariable, args, kwargs):
 
 def _list_insert(tx, lst: ListVariable, args, kwargs):
     index, value = _arguments("list.insert", args, kwargs, 2, 2)
-    position = _index(tx, index)
+    position = _index(index)
     if isinstance(position, slice):
         raise Unsupported("TypeError: 'slice' object cannot be interpreted as an integer", numpy_error=True)
     lst.insert_item(position, value)
@@ -105,7 +310,7 @@ def _list_insert(tx, lst: ListVariable, args, kwargs):
 
 def _list_pop(tx, lst: ListVariable, args, kwargs):
     given = _arguments("list.pop", args, kwargs, 0, 1)
-    index = _index(tx, given[0]) if given else -1
+    index = _index(given[0]) if given else -1
     if isinstance(index, slice):
         raise Unsupported("TypeError: 'slice' object cannot be interpreted as an integer", numpy_error=True)
     try:
@@ -119,7 +324,7 @@ def _list_pop(tx, lst: ListVariable, args, kwargs):
 def _list_remove(tx, lst: ListVariable, args, kwargs):
     (value,) = _arguments("list.remove", args, kwargs, 1, 1)
     try:
-        index = tx.python_value(lst).index(tx.python_value(value))
+        index = python_value(lst).index(python_value(value))
     except ValueError:
         raise Unsupported("ValueError: list.remove(x): x not in list", numpy_error=True) from None
     lst.delete_item(index)
@@ -147,8 +352,8 @@ def _list_sort(tx, lst: ListVariable, args, kwargs):
                           numpy_error=True)
     if "key" in kwargs and not (isinstance(kwargs["key"], ConstantVariable) and kwargs["key"].value is None):
         raise Unsupported("list.sort(key=...) is not supported yet")
-    reverse = bool(tx.python_value(kwargs["reverse"])) if "reverse" in kwargs else False
-    values = tx.python_value(lst)
+    reverse = bool(python_value(kwargs["reverse"])) if "reverse" in kwargs else False
+    values = python_value(lst)
     try:
         order = sorted(range(len(values)), key=values.__getitem__, reverse=reverse)
     except TypeError as e:
@@ -160,17 +365,17 @@ def _list_sort(tx, lst: ListVariable, args, kwargs):
     return NONE
 
 
-def _list_index(tx, lst: ListVariable, args, kwargs):
-    values = [tx.python_value(a) for a in _arguments("list.index", args, kwargs, 1, 3)]
+def _list_index(lst: ListVariable, args, kwargs):
+    values = [python_value(a) for a in _arguments("list.index", args, kwargs, 1, 3)]
     try:
-        return ConstantVariable(tx.python_value(lst).index(*values))
+        return ConstantVariable(python_value(lst).index(*values))
     except ValueError as e:
         raise Unsupported(f"ValueError: {e}", numpy_error=True) from None
 
 
 def _list_count(tx, lst: ListVariable, args, kwargs):
     (value,) = _arguments("list.count", args, kwargs, 1, 1)
-    return ConstantVariable(tx.python_value(lst).count(tx.python_value(value)))
+    return ConstantVariable(python_value(lst).count(python_value(value)))
 
 
 def _list_copy(tx, lst: ListVariable, args, kwargs):
@@ -189,12 +394,12 @@ LIST_METHODS: dict[str, Callable] = {
 
 def _dict_items(tx, d: DictVariable, args, kwargs):
     _arguments("dict.items", args, kwargs, 0, 0)
-    return IteratorVariable([TupleVariable([tx.wrap_value(k), v]) for k, v in d.items.items()])
+    return IteratorVariable([TupleVariable([wrap_value(k), v]) for k, v in d.items.items()])
 
 
 def _dict_keys(tx, d: DictVariable, args, kwargs):
     _arguments("dict.keys", args, kwargs, 0, 0)
-    return IteratorVariable([tx.wrap_value(k) for k in d.keys()])
+    return IteratorVariable([wrap_value(k) for k in d.keys()])
 
 
 def _dict_values(tx, d: DictVariable, args, kwargs):
@@ -204,7 +409,7 @@ def _dict_values(tx, d: DictVariable, args, kwargs):
 
 def _dict_get(tx, d: DictVariable, args, kwargs):
     given = _arguments("dict.get", args, kwargs, 1, 2)
-    value = d.lookup(tx.dict_key(given[0]))
+    value = d.lookup(dict_key(given[0]))
     return value if value is not None else (given[1] if len(given) > 1 else NONE)
 
 
@@ -217,12 +422,12 @@ def _dict_update(tx, d: DictVariable, args, kwargs):
         if isinstance(other, DictVariable):
             pairs = list(other.items.items())
         else:  # an iterable of (key, value) pairs
-            for pair in tx.sequence_items(other):
-                items = tx.sequence_items(pair)
+            for pair in sequence_items(tx, other):
+                items = sequence_items(tx, pair)
                 if len(items) != 2:
                     raise Unsupported("ValueError: dictionary update sequence element has the wrong length",
                                       numpy_error=True)
-                pairs.append((tx.dict_key(items[0]), items[1]))
+                pairs.append((dict_key(items[0]), items[1]))
     pairs += list(kwargs.items())
     for key, value in pairs:
         d.set_item(key, value)
@@ -232,7 +437,7 @@ def _dict_update(tx, d: DictVariable, args, kwargs):
 
 def _dict_setdefault(tx, d: DictVariable, args, kwargs):
     given = _arguments("dict.setdefault", args, kwargs, 1, 2)
-    key, default = tx.dict_key(given[0]), (given[1] if len(given) > 1 else NONE)
+    key, default = dict_key(given[0]), (given[1] if len(given) > 1 else NONE)
     value = d.lookup(key)
     if value is not None:
         return value  # there already: no change
@@ -243,7 +448,7 @@ def _dict_setdefault(tx, d: DictVariable, args, kwargs):
 
 def _dict_pop(tx, d: DictVariable, args, kwargs):
     given = _arguments("dict.pop", args, kwargs, 1, 2)
-    key = tx.dict_key(given[0])
+    key = dict_key(given[0])
     value = d.lookup(key)
     if value is None:
         if len(given) > 1:
@@ -263,7 +468,7 @@ def _dict_popitem(tx, d: DictVariable, args, kwargs):
     value = d.lookup(key)
     d.delete_item(key)
     _changed(tx, d, "call", "popitem")
-    return TupleVariable([tx.wrap_value(key), value])
+    return TupleVariable([wrap_value(key), value])
 
 
 def _dict_clear(tx, d: DictVariable, args, kwargs):
@@ -284,45 +489,55 @@ DICT_METHODS: dict[str, Callable] = {
     "popitem": _dict_popitem, "clear": _dict_clear, "copy": _dict_copy,
 }
 
-# Looked up by the variable's exact type (the interpreter's get_attr and call_function).
-CONTAINER_METHODS: dict[type, dict[str, Callable]] = {
-    ListVariable: LIST_METHODS, FrameListVariable: LIST_METHODS,
-    DictVariable: DICT_METHODS, FrameDictVariable: DICT_METHODS,
-}
+
+def container_methods(var: VariableTracker) -> dict[str, Callable] | None:
+    """The methods of a list or dict variable (trace-made or the caller's); None for others."""
+    if isinstance(var, ListVariable):
+        return LIST_METHODS
+    if isinstance(var, DictVariable):
+        return DICT_METHODS
+    return None
 
 
 # -- subscripts, ``in``, ``del``, truth ---------------------------------------------------------
 
-def read_item(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> VariableTracker:
-    """``container[index]`` for a list or dict."""
+def getitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> VariableTracker:
+    """``container[index]`` for a list, dict or tuple; a list or dict reads that item only."""
     if isinstance(container, DictVariable):
-        key = tx.dict_key(index)
+        key = dict_key(index)
         value = container.lookup(key)
         if value is None:
             raise Unsupported(f"KeyError: {key!r}", numpy_error=True)
         return value
-    position = _index(tx, index)
-    if isinstance(position, slice):  # a new list of the items in the slice
-        return ListVariable([container.item(i) for i in range(*position.indices(container.length()))])
+    if isinstance(container, ListVariable):
+        position = _index(index)
+        if isinstance(position, slice):  # a new list of the items in the slice
+            return ListVariable([container.item(i) for i in range(*position.indices(container.length()))])
+        try:
+            return container.item(position)
+        except IndexError as e:
+            raise Unsupported(f"IndexError: {e}") from None
+    key = python_value(index)
     try:
-        return container.item(position)
-    except IndexError as e:
-        raise Unsupported(f"IndexError: {e}") from None
+        picked = container.items[key]
+    except (IndexError, TypeError) as e:
+        raise Unsupported(f"{type(e).__name__}: {e}") from None
+    return TupleVariable(picked) if isinstance(key, slice) else picked
 
 
-def store_item(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker,
-               value: VariableTracker) -> None:
+def setitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker,
+            value: VariableTracker) -> None:
     """``container[index] = value`` for a list or dict."""
     if isinstance(container, DictVariable):
-        key = tx.dict_key(index)
+        key = dict_key(index)
         container.set_item(key, value)
         _changed(tx, container, "setitem", args=(_key(key), value))
         return
     if not isinstance(container, ListVariable):
         raise Unsupported(f"item assignment to {container.describe()} is not supported yet")
-    position = _index(tx, index)
+    position = _index(index)
     if isinstance(position, slice):
-        values = tx.sequence_items(value)
+        values = sequence_items(tx, value)
         try:
             container.cells()[position] = values
         except ValueError as e:  # an extended slice of another length
@@ -336,29 +551,30 @@ def store_item(tx: "InstructionTranslator", container: VariableTracker, index: V
     _changed(tx, container, "setitem", args=(_key(position), value))
 
 
-def delete_item(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> None:
+def delitem(tx: "InstructionTranslator", container: VariableTracker, index: VariableTracker) -> None:
     """``del container[index]`` for a list or dict."""
     if isinstance(container, DictVariable):
-        key = tx.dict_key(index)
+        key = dict_key(index)
         if not container.contains(key):
             raise Unsupported(f"KeyError: {key!r}", numpy_error=True)
         container.delete_item(key)
     elif isinstance(container, ListVariable):
-        key = _index(tx, index)
+        key = _index(index)
         try:
             container.delete_item(key)
         except IndexError:
             raise Unsupported("IndexError: list assignment index out of range", numpy_error=True) from None
-    elif isinstance(container, ArrayVariable):
-        raise Unsupported("ValueError: cannot delete array elements", numpy_error=True)
     else:
         raise Unsupported(f"item deletion from {container.describe()} is not supported yet")
     _changed(tx, container, "delitem", args=(_key(key),))
 
 
-def dict_contains(tx: "InstructionTranslator", d: DictVariable, key: VariableTracker) -> bool:
-    """``key in d``: reads whether that one key is there."""
-    return d.contains(tx.dict_key(key))
+def contains(container: VariableTracker, item: VariableTracker) -> bool:
+    """``item in container``: a dict reads whether that one key is there; anything
+    else must be known at trace time."""
+    if isinstance(container, DictVariable):
+        return container.contains(dict_key(item))
+    return python_value(item) in python_value(container)
 
 
 def container_truth(container: VariableTracker) -> bool | None:

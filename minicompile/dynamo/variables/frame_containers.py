@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..exc import Unsupported
 from ..source import Source, item_source
-from .base import DictVariable, ListVariable, VariableTracker
+from .base import VariableTracker
+from .containers import DictVariable, ListVariable
 
 if TYPE_CHECKING:
     from ..output_graph import OutputGraph

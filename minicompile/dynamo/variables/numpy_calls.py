@@ -1,4 +1,11 @@
-"""How NumPy calls in user code become graph ops.
+"""NumPy functions and array methods: how a call in user code becomes graph ops.
+
+In:  a NumPy function or an array method and the call's argument variables,
+     from the call dispatch in builtins.py.
+Out: the result's variable — a node of the graph (:func:`call_numpy`), a list
+     of pieces (:func:`call_split`), or the constant None after a call that
+     writes into an argument (:func:`call_mutation`: a functional update of
+     that array, see arrays.update_array).
 
 Tables map what the user wrote to an op in the IR registry:
 
@@ -25,13 +32,19 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, split_keys
+from ...ir import get_op
+from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
 from ..exc import Unsupported
-from .base import TupleVariable
+from .arrays import ArrayVariable, update_array
+from .base import ConstantVariable, VariableTracker
+from .containers import ListVariable, TupleVariable, is_constant, python_value
+
+if TYPE_CHECKING:
+    from ..symbolic_convert import InstructionTranslator
 
 _NO = np._NoValue  # NumPy's own "no value given" default
 
@@ -56,8 +69,6 @@ def _is_default(value: Any, default: Any) -> bool:
 
 def bind_call(rule: CallRule, args: tuple, kwargs: dict, what: str) -> dict[str, Any]:
     """NumPy-style call -> keyword arguments of ``rule.op`` (graph-break if unsupported)."""
-    from ...ir import get_op
-
     sig = inspect.signature(rule.stub)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -277,3 +288,104 @@ METHOD_MUTATIONS: dict[str, MutationRule] = {
     # x.fill(v) is x[...] = v (the same unsafe cast of v to x's dtype).
     "fill": MutationRule(CallRule("setitem", _m_fill, {"self": "a", "_whole": "key"}), "a"),
 }
+
+
+# -- calls -----------------------------------------------------------------------------------
+
+def call_function(tx: "InstructionTranslator", fn: Any, name: str, args: list, kwargs: dict,
+                  all_constant: bool) -> VariableTracker | None:
+    """``np.fn(*args, **kwargs)`` in the graph; None where ``fn`` is no NumPy call of
+    these tables, or one that runs at trace time on constants (builtins.py's)."""
+    try:
+        hash(fn)
+    except TypeError:
+        return None
+    if fn in FUNCTIONS and (not all_constant or get_op(FUNCTIONS[fn].op).kind == "creation"):
+        # Creation calls become graph nodes even on constants: arrays are not baked in.
+        return call_numpy(tx, FUNCTIONS[fn], args, kwargs, f"np.{name}")
+    if fn in SPLITS and not all_constant:
+        return call_split(tx, fn, args, kwargs)
+    if fn in MUTATIONS:
+        return call_mutation(tx, MUTATIONS[fn], args, kwargs, f"np.{name}")
+    return None
+
+
+def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, args: list,
+                kwargs: dict) -> VariableTracker:
+    """``obj.name(*args, **kwargs)`` for an array (or NumPy scalar) ``obj``."""
+    if name in METHOD_MUTATIONS:
+        return call_mutation(tx, METHOD_MUTATIONS[name], [obj] + args, kwargs, f"ndarray.{name}")
+    if name not in METHODS:
+        raise Unsupported(f"ndarray.{name}() is not supported (its result leaves the graph)")
+    result = call_numpy(tx, METHODS[name], [obj] + args, kwargs, f"ndarray.{name}")
+    if isinstance(obj, ArrayVariable) and obj.scalar and isinstance(result, ArrayVariable) \
+            and result.node.meta.ndim == 0:
+        result.scalar = True  # a NumPy scalar's methods return NumPy scalars
+    return result
+
+
+def plain(var: VariableTracker) -> Any:
+    """An argument as the op binding takes it: a constant's Python value, else the variable."""
+    return python_value(var) if is_constant(var) else var
+
+
+def call_numpy(tx: "InstructionTranslator", rule: CallRule, args: list, kwargs: dict, what: str) -> VariableTracker:
+    """A call bound by ``rule``: its op as a node of the graph."""
+    out = kwargs.get("out")
+    if isinstance(out, TupleVariable) and len(out.items) == 1:
+        out = out.items[0]
+    if isinstance(out, ArrayVariable) and get_op(rule.op).ufunc is not None:
+        # ufunc(..., out=o, where=m) is copyto(o, ufunc(...), where=m): the result is
+        # computed as usual, then written into o (and o is the result).
+        where = kwargs.get("where", ConstantVariable(True))
+        rest = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+        result = call_numpy(tx, rule, args, rest, what)
+        have, want = result.node.meta.shape, out.node.meta.shape
+        try:  # the inputs broadcast against the output, which must hold all of them
+            fits = broadcast_shapes(result.node.meta, out.node.meta) == tuple(want)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise Unsupported(f"ValueError: non-broadcastable output operand with shape {tuple(want)} "
+                              f"doesn't match the broadcast shape {tuple(have)}", numpy_error=True)
+        new = tx.output.call("copyto", {"dst": out, "src": result, "casting": "same_kind",
+                                        "where": where})
+        return update_array(tx, out, new, f"{what}(..., out=)")
+    # Constants reach the op binding as plain values, so defaults compare as NumPy's do.
+    plain_args = [plain(a) for a in args]
+    plain_kw = {k: plain(v) for k, v in kwargs.items()}
+    op_kwargs = bind_call(rule, plain_args, plain_kw, what)
+    a = op_kwargs.get("a")
+    if rule.stub in (np.asarray, np.asanyarray) and isinstance(a, ArrayVariable) and not a.scalar \
+            and op_kwargs.get("dtype") in (None, a.node.meta.dtype):
+        return a  # np.asarray(x) is x itself: a write through either shows in both
+    if rule.copies:  # x.flatten(): a view of a copy, never of x
+        op_kwargs = {**op_kwargs, "a": tx.output.call("copy", {"a": a})}
+    return tx.output.call(rule.op, op_kwargs)
+
+
+def call_split(tx: "InstructionTranslator", fn: Any, args: list, kwargs: dict) -> VariableTracker:
+    """np.split and friends: one getitem node per piece, in a list like NumPy's."""
+    array = args[0] if args else kwargs.get("ary")
+    if not isinstance(array, ArrayVariable):
+        raise Unsupported(f"np.{fn.__name__} of {array.describe() if array else 'nothing'}")
+    plain_args = [plain(a) for a in args]
+    plain_kw = {k: plain(v) for k, v in kwargs.items()}
+    try:
+        pieces = split_calls(fn, tuple(plain_args), plain_kw, array.node.meta.shape)
+    except Exception as e:
+        raise Unsupported(f"np.{fn.__name__} raised {type(e).__name__}: {e}", numpy_error=True) from None
+    return ListVariable([tx.output.call("getitem", piece) for piece in pieces])
+
+
+def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: list, kwargs: dict,
+                  what: str) -> VariableTracker:
+    """A call that writes into one of its arguments (np.copyto, np.add.at, x.sort())."""
+    plain_args = [plain(a) for a in args]
+    plain_kw = {k: plain(v) for k, v in kwargs.items()}
+    op_kwargs = bind_call(mutation.rule, plain_args, plain_kw, what)
+    target = op_kwargs.get(mutation.target)
+    if not isinstance(target, ArrayVariable):
+        raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
+    update_array(tx, target, tx.output.call(mutation.rule.op, op_kwargs), what)
+    return ConstantVariable(None)

@@ -1,0 +1,217 @@
+"""Arrays: what Python's operators, subscripts and attributes do on an array.
+
+An :class:`ArrayVariable` never holds data: it stands for the ``ir.Node`` of
+the array's current value in the graph being built.
+
+In:  array variables and the other operand, key or attribute name, from the
+     opcode handlers (through the dispatch in builtins.py).
+Out: the result's variable, a new node of the graph: ``x + y`` is an ``add``
+     node, ``x[key]`` a ``getitem``, ``x.T`` a ``transpose``; ``x.shape`` and
+     ``x.dtype`` are constants (they are guarded on every array input).  A
+     write — ``x[key] = v``, ``x += y`` — is functional in the graph and
+     written back after it: :func:`update_array` hands the new value to
+     functionalization.py, which keeps every view of the same memory in step.
+
+Calls of NumPy functions and array methods are numpy_calls.py's.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...ir import OPS, Node
+from ..exc import Unsupported
+from ..source import Source
+from .base import ConstantVariable, MethodVariable, VariableTracker
+from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
+
+if TYPE_CHECKING:
+    from ..symbolic_convert import InstructionTranslator
+
+
+class ArrayVariable(VariableTracker):
+    """An array: it stands for the ``ir.Node`` of its current value.
+
+    ``storage`` is the memory it lives in and ``view`` the chain of view ops
+    from that storage's base (see functionalization.py).  A write to the
+    storage through any variable bumps its version; reading ``node`` then
+    re-derives this variable's value from the base's new one.  ``storage`` is
+    None for values without memory of their own to write to: NumPy scalars
+    and ``mc.Tensor`` (whose in-place operators rebind, as a scalar's do).
+
+    ``scalar`` is True where eager NumPy would hold a NumPy scalar
+    (np.float32(...)) rather than an array: the 0-d result of a ufunc or a
+    reduction, and methods of such a scalar.  ``layout`` is the memory layout
+    NumPy would give it (byte strides, "C", or None: unknown); ``readonly``
+    whether NumPy refuses writes through it.
+    """
+
+    def __init__(self, node: Node, source: Source | None = None, scalar: bool = False, *,
+                 storage: Any = None, view: tuple = (), layout: Any = None, readonly: bool = False):
+        self._node = node
+        self.source = source
+        self.scalar = scalar
+        self.storage = storage
+        self.view = view
+        self.layout = layout
+        self.readonly = readonly
+        self._seen = (storage, storage.version) if storage is not None else None
+
+    @property
+    def node(self) -> Node:
+        storage = self.storage
+        if storage is not None:
+            root = storage.forward[0] if storage.forward is not None else storage
+            if self._seen[0] is not root or self._seen[1] != root.version:
+                storage.owner.refresh(self)  # written since: replay the view on the new base
+        return self._node
+
+    def set_node(self, node: Node, root: Any) -> None:
+        """``node`` is this variable's value as of ``root``'s current version."""
+        self._node = node
+        self._seen = (root, root.version)
+
+    def describe(self) -> str:
+        return f"{'NumPy scalar' if self.scalar else 'array'} {self.node.meta}"
+
+    def unpack(self, tx: "InstructionTranslator") -> list[VariableTracker]:
+        raise Unsupported("iterating over an array is not supported yet")
+
+    def __repr__(self) -> str:
+        return f"ArrayVariable({self._node!r}, {self.source}, view={[s.op for s in self.view]})"
+
+
+# -- operators ------------------------------------------------------------------------------
+
+def binary(tx: "InstructionTranslator", symbol: str, op: str | None, a: VariableTracker, b: VariableTracker,
+           inplace: bool) -> VariableTracker:
+    """``a symbol b`` (``a symbol= b``) where the operands are not both known at trace
+    time: the ufunc ``op`` as a graph node; in place, written into ``a``."""
+    if inplace and isinstance(a, ArrayVariable) and a.storage is not None:
+        result = binary(tx, symbol, op, a, b, inplace=False)
+        return update_array(tx, a, cast_in_place(tx, result, a, op or symbol), f"'{symbol}='")
+    for v in (a, b):
+        if isinstance(v, (TupleVariable, ListVariable)):
+            raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
+    if op is None:
+        raise Unsupported(f"operator '{symbol}' on arrays is not supported yet")
+    fast = _fast_power(a, b) if symbol == "**" else None
+    if fast is not None:
+        return tx.output.call(fast, {"x": a})
+    return tx.output.call(op, {"x1": a, "x2": b})
+
+
+def compare(tx: "InstructionTranslator", op: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
+    """``a < b`` and the other comparisons: the ufunc ``op`` (``less``) as a graph node."""
+    return tx.output.call(op, {"x1": a, "x2": b})
+
+
+def unary(tx: "InstructionTranslator", op: str, var: VariableTracker) -> VariableTracker:
+    """``-x``, ``+x``, ``~x``: the ufunc ``op`` as a graph node."""
+    return tx.output.call(op, {"x": var})
+
+
+def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
+    """The ufunc ``ndarray.__pow__`` uses instead of np.power for a Python-number exponent.
+
+    NumPy computes ``x ** 2`` as ``np.square(x)`` (so ``bool ** 2`` is int8) and,
+    for float arrays, ``x ** 0.5`` as ``np.sqrt(x)`` (so ``-inf ** 0.5`` is nan);
+    its other shortcuts agree with np.power.  NumPy scalars take no shortcut.
+    """
+    if not isinstance(base, ArrayVariable) or base.scalar or not isinstance(exponent, ConstantVariable):
+        return None
+    value = exponent.value
+    if type(value) not in (int, float):
+        return None
+    if base.node.meta.dtype.kind == "f":
+        return {0.5: "sqrt", 2: "square"}.get(value)
+    return "square" if type(value) is int and value == 2 else None
+
+
+# -- subscripts -----------------------------------------------------------------------------
+
+def index_key(index: VariableTracker) -> Any:
+    """An array subscript as the getitem op takes it: constants, and arrays as variables."""
+    if isinstance(index, ArrayVariable):
+        return index
+    if isinstance(index, TupleVariable):
+        return tuple(index_key(v) for v in index.items)
+    if isinstance(index, ListVariable):  # x[[0, 2]]: an integer-array index
+        if not is_constant(index):
+            raise Unsupported("indexing an array with a list of arrays is not supported yet")
+    return python_value(index)
+
+
+def getitem(tx: "InstructionTranslator", arr: ArrayVariable, index: VariableTracker) -> VariableTracker:
+    """``arr[index]``: a ``getitem`` node (a view of ``arr`` where NumPy's is one)."""
+    if "getitem" not in OPS:
+        raise Unsupported("array indexing is not supported yet")
+    return tx.output.call("getitem", {"a": arr, "key": index_key(index)})
+
+
+def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracker, value: VariableTracker) -> None:
+    """``arr[key] = value``: a ``setitem`` node computes ``arr``'s new value, written into its memory."""
+    if "setitem" not in OPS:
+        raise Unsupported("array item assignment is not supported yet")
+    if arr.storage is None:
+        raise Unsupported(f"TypeError: {arr.describe()} does not support item assignment",
+                          numpy_error=True)
+    updated = tx.output.call("setitem", {"a": arr, "key": index_key(key), "value": value})
+    update_array(tx, arr, updated, "item assignment")
+
+
+def delitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracker) -> None:
+    """``del arr[key]``: NumPy's error."""
+    raise Unsupported("ValueError: cannot delete array elements", numpy_error=True)
+
+
+# -- in-place updates: functional in the graph, written back after it ------------------------
+
+def cast_in_place(tx: "InstructionTranslator", result: ArrayVariable, target: ArrayVariable,
+                  op: str) -> ArrayVariable:
+    """``x op= y`` stores into x: NumPy casts the result with 'same_kind' and never
+    changes x's shape."""
+    have, want = result.node.meta, target.node.meta
+    if have.shape != want.shape:
+        raise Unsupported(f"non-broadcastable output operand with shape {want.shape} doesn't match "
+                          f"the broadcast shape {have.shape}", numpy_error=True)
+    if have.dtype == want.dtype:
+        return result
+    if not np.can_cast(have.dtype, want.dtype, casting="same_kind"):
+        raise Unsupported(f"Cannot cast ufunc '{op}' output from {have.dtype!r} to {want.dtype!r} "
+                          f"with casting rule 'same_kind'", numpy_error=True)
+    return tx.output.call("astype", {"x": result, "dtype": want.dtype})
+
+
+def update_array(tx: "InstructionTranslator", target: ArrayVariable, new: ArrayVariable, what: str) -> ArrayVariable:
+    """``target`` now holds ``new``'s values (same shape and dtype), and so does the
+    memory it shares with every other array: functionalized, see functionalization.py."""
+    if target.storage is None:
+        raise Unsupported(f"TypeError: {what}: {target.describe()} cannot be written in place",
+                          numpy_error=True)
+    tx.output.mutations += 1
+    tx.output.functional.mutate(target, new.node, what)
+    return target
+
+
+# -- attributes ------------------------------------------------------------------------------
+
+def get_attr(tx: "InstructionTranslator", arr: ArrayVariable, name: str) -> VariableTracker:
+    """``arr.name``: a fact of its shape and dtype, ``.T``, or a method to be called."""
+    meta = arr.node.meta
+    # shape, dtype and strides are guarded on every array input, so these
+    # are constants of this cache entry.
+    facts = {
+        "shape": meta.shape, "ndim": meta.ndim, "size": meta.size, "dtype": meta.dtype,
+        "itemsize": meta.dtype.itemsize, "nbytes": meta.size * meta.dtype.itemsize,
+    }
+    if name in facts:
+        return wrap_value(facts[name])
+    if name == "T":
+        return tx.output.call("transpose", {"a": arr, "axes": ConstantVariable(None)})
+    if callable(getattr(np.ndarray, name, None)):
+        # Every method, supported or not (numpy_calls.METHODS): an unsupported
+        # one breaks the graph where it is called, not here.
+        return MethodVariable(arr, name)
+    raise Unsupported(f"ndarray attribute .{name} is not supported yet")
