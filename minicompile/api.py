@@ -11,6 +11,11 @@ tuple).  Named backends:
 * ``"spyre"`` — the inductor with the Spyre code generator, run in the
   simulated card (``.program``, ``.report`` on the compiled callable);
 * ``"auto"``  — ``cpp`` for NumPy arrays, ``triton`` for CuPy arrays.
+
+Each named backend states whether it takes a graph with symbolic sizes
+(compiled once, the sizes as arguments) or needs one compile per shape;
+:func:`lookup_backend` wraps it accordingly (:class:`~minicompile.per_shape.Backend`),
+so dynamo calls every backend the same way.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Any, Callable
 
 from . import ir
 from .dynamo import OptimizedFunction, explain, reset_all
+from .per_shape import Backend, custom_backend
 
 
 def _eager(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
@@ -25,7 +31,7 @@ def _eager(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
 
 def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
-    from .inductor import compile_graph  # imported lazily: capture alone needs no compiler
+    from .inductor.codegen.cpp.compile import compile_graph  # imported lazily: capture alone needs no compiler
 
     return compile_graph(graph, example_inputs)
 
@@ -33,54 +39,42 @@ def _cpp(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.codegen.triton.compile import compile_graph  # imported lazily: needs triton
 
-    if not graph.is_dynamic:
-        return compile_graph(graph, example_inputs)
-    from .per_shape import compile_dynamic
-
-    def symbolic_sizes(g: ir.Graph, inputs: list) -> Callable[..., tuple]:
-        return compile_graph(g, inputs, sizes_as_args=True)  # kernels take the sizes as ints
-
-    return compile_dynamic(graph, example_inputs, symbolic_sizes, compile_graph, "triton")
+    return compile_graph(graph, example_inputs, sizes_as_args=graph.is_dynamic)
 
 
 def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.codegen.spyre.compile import compile_graph  # imported lazily: the simulator is large
 
-    return _per_shape(compile_graph, graph, example_inputs, "spyre")
-
-
-def _per_shape(compile_fn: Callable, graph: ir.Graph, example_inputs: list, name: str) -> Callable[..., tuple]:
-    """These backends plan for concrete sizes: a dynamic-shape graph is compiled per shape."""
-    if not graph.is_dynamic:
-        return compile_fn(graph, example_inputs)
-    from .per_shape import compile_dynamic
-
-    return compile_dynamic(graph, example_inputs, None, compile_fn, name)
+    return compile_graph(graph, example_inputs)
 
 
 def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     # CuPy arrays (GPU) go to triton; the type's module says so without importing cupy.
-    if any(type(x).__module__.startswith("cupy") for x in example_inputs):
-        return _triton(graph, example_inputs)
-    return _cpp(graph, example_inputs)
+    on_gpu = any(type(x).__module__.startswith("cupy") for x in example_inputs)
+    return BACKENDS["triton" if on_gpu else "cpp"](graph, example_inputs)
 
 
+# Each backend says here how it takes a graph with symbolic sizes (see per_shape.Backend):
+# True, compiled once with the sizes as arguments; False, compiled once per shape.
 BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
-    "eager": _eager,
+    "eager": Backend(_eager, "eager", symbolic_sizes=True),  # NumPy runs the graph at any size
     # With mc.Tensor inputs every backend compiles a joint forward/backward pair;
     # aot_eager runs that pair through NumPy.
-    "aot_eager": _eager,
-    "cpp": _cpp,
-    "triton": _triton,
-    "spyre": _spyre,
-    "auto": _auto,
+    "aot_eager": Backend(_eager, "aot_eager", symbolic_sizes=True),
+    "cpp": Backend(_cpp, "cpp", symbolic_sizes=True),  # kernels take int64_t s0
+    "triton": Backend(_triton, "triton", symbolic_sizes=True),  # kernels take s0 as an int argument
+    "spyre": Backend(_spyre, "spyre", symbolic_sizes=False),  # the card's programs are planned for sizes
+    "auto": Backend(_auto, "auto", symbolic_sizes=None),  # as cpp or triton, whichever it picks
 }
 PLANNED: tuple[str, ...] = ()
 
 
 def lookup_backend(backend: str | Callable) -> tuple[Callable, str]:
+    """The backend dynamo calls, and its name.  How it compiles a graph with
+    symbolic sizes (once, or once per shape) is decided here and only here."""
     if callable(backend):
-        return backend, getattr(backend, "__name__", "custom")
+        name = getattr(backend, "__name__", "custom")
+        return custom_backend(backend, name), name
     if backend in BACKENDS:
         return BACKENDS[backend], backend
     if backend in PLANNED:

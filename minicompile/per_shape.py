@@ -1,14 +1,19 @@
 """Compiling a dynamic-shape graph: one kernel set for every size, or one per size.
 
-In:  an ``ir.Graph`` whose input shapes hold size symbols (``f32[s0, 16]``),
-     and a backend's compile function (graph, example inputs) -> callable.
-Out: :func:`compile_dynamic` — the backend's callable compiled once with the
-     sizes as runtime arguments when it can (the C++ backend: kernels take
-     ``int64_t s0``, the wrapper reads ``s0`` off the input shapes), otherwise a
-     :class:`PerShapeCompiled` that specializes the graph to each new set of
-     sizes it is called with and compiles that (stated in the log), so a
-     size the generated code cannot express symbolically is still right;
-     past ``config.recompile_limit`` shapes, new ones run through NumPy.
+In:  a backend's compile function (graph, example inputs) -> callable, and
+     whether it takes symbolic sizes; later, ``ir.Graph``s whose input shapes
+     may hold size symbols (``f32[s0, 16]``).
+Out: :class:`Backend` — the backend as dynamo calls it (``api.lookup_backend``
+     makes one per backend; nothing else decides this).  A static graph goes
+     straight to the compile function; a graph with symbolic sizes goes through
+     :func:`compile_dynamic`: compiled once with the sizes as runtime arguments
+     when the backend takes symbolic sizes and manages (the C++ backend:
+     kernels take ``int64_t s0``, the wrapper reads ``s0`` off the input
+     shapes), otherwise a :class:`PerShapeCompiled` that specializes the graph
+     to each new set of sizes it is called with and compiles that (stated in
+     the log), so a size the generated code cannot express symbolically is
+     still right; past ``config.recompile_limit`` shapes, new ones run through
+     NumPy.
 
 A symbolic compile gives up with :class:`~minicompile.ir.symbolic.SymbolicUnsupported`
 when it meets a question about sizes it cannot answer for every size the
@@ -75,3 +80,42 @@ def compile_dynamic(graph: ir.Graph, example_inputs: list, symbolic_compile: Com
         reason = f"the {backend} backend specializes sizes"
     logs.log("recompiles", lambda: f"{backend}: one compile per input shape ({reason})")
     return PerShapeCompiled(graph, specialized_compile, backend, reason)
+
+
+class Backend:
+    """A backend with its way of meeting symbolic sizes decided, called like any backend.
+
+    ``symbolic_sizes``: ``True`` — a graph with symbolic sizes is compiled once,
+    its kernels taking the sizes as arguments, and only a compile that raises
+    (:class:`~minicompile.ir.symbolic.SymbolicUnsupported`, or a plain int
+    wanted where a symbol was given) falls back to one compile per shape;
+    ``False`` — one compile per shape from the start (a backend that plans for
+    concrete sizes); ``None`` — ``compile_fn`` hands each graph on to a backend
+    that is itself a :class:`Backend` (``"auto"``), which decides.
+    """
+
+    def __init__(self, compile_fn: Compile, name: str, symbolic_sizes: bool | None):
+        self.compile_fn = compile_fn
+        self.name = name
+        self.symbolic_sizes = symbolic_sizes
+        self.__name__ = getattr(compile_fn, "__name__", name)  # what a failure names
+
+    def __call__(self, graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+        if not graph.is_dynamic or self.symbolic_sizes is None:
+            return self.compile_fn(graph, example_inputs)
+        symbolic_compile = self.compile_fn if self.symbolic_sizes else None
+        return compile_dynamic(graph, example_inputs, symbolic_compile, self.compile_fn, self.name)
+
+    def __repr__(self) -> str:
+        how = {True: "symbolic sizes", False: "one compile per shape", None: "decided by the backend it picks"}
+        return f"<backend {self.name}: {how[self.symbolic_sizes]}>"
+
+
+def custom_backend(backend: Compile | Backend, name: str) -> Backend:
+    """A callable given as the backend.  It is handed a graph with symbolic sizes
+    once, and compiled per shape if that raises, unless it says otherwise with a
+    ``symbolic_sizes`` attribute (``False``: per shape from the start)."""
+    if isinstance(backend, Backend):
+        return backend
+    return Backend(backend, name, getattr(backend, "symbolic_sizes", True))
+

@@ -10,6 +10,8 @@ there is one, else on ``package`` itself.  The rules (DESIGN.md, "Layout"):
 * ``ir`` imports no other stage (``dynamo``, ``aot``, ``inductor``, ``spyre``);
 * the inductor (its shared stages and its backend packages) imports nothing of ``dynamo``;
 * ``dynamo`` imports nothing of the inductor;
+* neither imports ``per_shape``: how a backend meets symbolic sizes (one compile,
+  or one per shape) is decided once, where ``api.py`` looks the backend up;
 * ``spyre`` (the simulated card) imports nothing of the compiler (``inductor``, ``ir``);
 * a backend package (``inductor/codegen/cpp``, ``triton``, ``spyre``) imports no
   other backend, and a shared stage of the inductor imports no backend
@@ -106,6 +108,8 @@ def _forbidden(source: str, target: str) -> str | None:
         return "the inductor imports nothing of dynamo"
     if _in(source, stage("dynamo")) and _in(target, INDUCTOR):
         return "dynamo imports nothing of the inductor"
+    if _in(target, stage("per_shape")) and (_in(source, stage("dynamo")) or _in(source, INDUCTOR)):
+        return "per-shape compilation is decided where api.py looks the backend up"
     if _in(source, stage("spyre")):
         for other in ("inductor", "ir"):
             if _in(target, stage(other)):
@@ -205,6 +209,9 @@ def test_the_rules_say_why() -> None:
     assert _forbidden(f"{cpp}.kernel", f"{triton}.kernel") == "the cpp backend imports the triton backend"
     assert _forbidden(f"{INDUCTOR}.scheduler", f"{spyre}.loops") is not None
     assert _forbidden("minicompile.dynamo.convert_frame", f"{INDUCTOR}.lowering") is not None
+    assert _forbidden("minicompile.dynamo.convert_frame", "minicompile.per_shape") is not None
+    assert _forbidden(f"{cpp}.compile", "minicompile.per_shape") is not None
+    assert _forbidden("minicompile.api", "minicompile.per_shape") is None
     assert _forbidden("minicompile.spyre.isa", "minicompile.ir.graph") is not None
     assert _forbidden("minicompile.ir.passes", "minicompile.aot.joint") is not None
     assert _forbidden(INDUCTOR, f"{cpp}.compile") is None  # the package re-exports the C++ entry point

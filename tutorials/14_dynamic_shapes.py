@@ -182,3 +182,28 @@ per_shape = every_other.cache[0].compiled
 print(every_other.cache[0].capture.guards)
 print(per_shape)
 assert isinstance(per_shape, PerShapeCompiled) and len(per_shape.compiled) == 2
+
+# %% [markdown]
+# Whether a backend is handed the symbolic graph at all is its own statement,
+# read once when the backend is looked up (`minicompile.per_shape.Backend`): the
+# C++ and Triton backends take symbolic sizes, the Spyre backend plans its
+# programs for concrete sizes and is compiled once per shape.  A custom backend
+# is handed the symbolic graph first (and compiled per shape if that raises),
+# unless it sets `symbolic_sizes = False`.
+
+# %%
+print(mc.api.BACKENDS["cpp"], mc.api.BACKENDS["spyre"])
+seen = []
+
+
+def plans_for_sizes(graph, example_inputs):
+    seen.append([p.meta.shape for p in graph.placeholders])
+    return graph
+
+
+plans_for_sizes.symbolic_sizes = False
+planned = mc.compile(lambda x: np.tanh(x) * 2, backend=plans_for_sizes, dynamic=True)
+for n in (4, 6, 4):
+    planned(rng.standard_normal((n, 3)).astype(np.float32))
+print(seen)
+assert seen == [[(4, 3)], [(6, 3)]]  # concrete sizes only, one compile each

@@ -32,13 +32,19 @@ from .exc import GraphRaised, NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
-from .output_graph import OutputGraph, size_input
+from .output_graph import OutputGraph, size_input, specialize_sizes
 from .symbolic_convert import InstructionTranslator
-from .variables.arrays import ArrayVariable
-from .variables.base import ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
-from .variables.containers import DictVariable, ListVariable, TupleVariable
-from .variables.functions import UserFunctionVariable
-from .variables.user_objects import UserObjectVariable
+from .variables import (
+    ArrayVariable,
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    PythonObjectVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserObjectVariable,
+    VariableTracker,
+)
 
 Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 
@@ -264,13 +270,9 @@ def compile_entry(
             if any(isinstance(x, Tensor) for x in example_inputs):
                 # Tensors in: compile forward and backward (AOTAutograd), record on the tape.
                 compiled = AotFunction(cap.graph, example_inputs, backend)
-            elif cap.graph.is_dynamic:
-                # Symbolic sizes: the backend as is if it copes, else one compile per shape.
-                from ..per_shape import compile_dynamic
-
-                compiled = compile_dynamic(cap.graph, example_inputs, backend, backend,
-                                           getattr(backend, "__name__", "custom"))
             else:
+                # Symbolic sizes or not: the backend was told how to meet them when it
+                # was looked up (once, or once per shape: minicompile.per_shape).
                 compiled = backend(cap.graph, example_inputs)
         except Exception as e:
             name = getattr(backend, "__name__", repr(backend))

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .... import ir, logs, per_shape
+from .... import ir, logs
 from ....ir import symbolic
 from ... import codecache, decompositions, memory, scheduler
 from . import kernel as cpp, runtime, wrapper
@@ -44,17 +44,10 @@ def _first_lines(text: str, n: int = 12) -> str:
 def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion: bool = True) -> CompiledGraph:
     """Compile ``graph`` for inputs laid out like ``example_inputs``
     (``row_fusion=False``: no multi-pass row kernels, for comparison).
-    A graph with symbolic sizes gets kernels taking the sizes as arguments,
-    or, where the loops cannot express them, one compile per shape."""
-    if graph.is_dynamic:
-        def static(g: ir.Graph, inputs: list) -> CompiledGraph:
-            return compile_graph(g, inputs, row_fusion)
-
-        def symbolic_sizes(g: ir.Graph, inputs: list) -> CompiledGraph:
-            return _compile(g, inputs, row_fusion, sizes_as_args=True)
-
-        return per_shape.compile_dynamic(graph, example_inputs, symbolic_sizes, static, "cpp")
-    return _compile(graph, example_inputs, row_fusion)
+    A graph with symbolic sizes gets kernels taking the sizes as arguments;
+    where the loops cannot express them this raises ``SymbolicUnsupported``
+    (the backend lookup then compiles once per shape: ``minicompile.per_shape``)."""
+    return _compile(graph, example_inputs, row_fusion, sizes_as_args=graph.is_dynamic)
 
 
 def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False) -> CompiledGraph:
