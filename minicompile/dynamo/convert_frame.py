@@ -32,19 +32,13 @@ from .exc import GraphRaised, NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
-from .output_graph import OutputGraph, size_input, specialize_sizes
+from .output_graph import OutputGraph, size_input
 from .symbolic_convert import InstructionTranslator
-from .variables import (
-    ArrayVariable,
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    PythonObjectVariable,
-    TupleVariable,
-    UserFunctionVariable,
-    UserObjectVariable,
-    VariableTracker,
-)
+from .variables.arrays import ArrayVariable
+from .variables.base import ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
+from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.functions import UserFunctionVariable
+from .variables.user_objects import UserObjectVariable
 
 Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 
