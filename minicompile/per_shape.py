@@ -19,6 +19,9 @@ A symbolic compile gives up with :class:`~minicompile.ir.symbolic.SymbolicUnsupp
 when it meets a question about sizes it cannot answer for every size the
 guards allow (``s0 < 256``?): guessing from the example would be wrong for
 other sizes, so the graph is specialized instead.
+
+The sizes as symbols and their guards are :mod:`minicompile.ir.symbolic`;
+which sizes a capture makes symbolic is :mod:`minicompile.dynamo.dynamic_shapes`.
 """
 from __future__ import annotations
 

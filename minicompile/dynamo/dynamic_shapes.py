@@ -32,6 +32,10 @@ differently there).  Axes of equal size in the example share one symbol
 that guard fails, and the next capture gives each its own symbol.  Only
 C-contiguous ``np.ndarray`` inputs get symbols: the compiled code then knows
 every stride from the sizes alone.
+
+The symbols themselves, their arithmetic and their guards are
+:mod:`minicompile.ir.symbolic`; compiling the resulting graph once for every
+size, or once per shape, is :mod:`minicompile.per_shape`'s part.
 """
 from __future__ import annotations
 

@@ -29,6 +29,10 @@ hint returned — an unrolled loop over ``range(n)`` stays specialized, as it mu
 Expressions render as Python and C alike (``2*s0*s1 + 3``).  A division the
 trace guarded exact (the length ``(s0 + 1)//2`` of ``x[::2]``) renders in
 Python only; the C++ backend compiles a graph holding one per shape.
+
+Which sizes a capture makes symbolic is decided in
+:mod:`minicompile.dynamo.dynamic_shapes`; whether a backend compiles a graph
+with symbols once or once per shape, in :mod:`minicompile.per_shape`.
 """
 from __future__ import annotations
 
