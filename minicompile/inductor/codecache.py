@@ -1,11 +1,14 @@
 """The compile cache: C++ source -> a loaded shared library.
 
-In:  a C++ translation unit (a string).
+In:  a C++ translation unit (a string); its ``#include "..."`` lines name
+     headers by absolute path (and those headers name each other relative to
+     their own directory).
 Out: a ``ctypes.CDLL`` of it, compiled by the machine's C++ compiler.
 
 Libraries are cached on disk under ``config.cache_dir``, named by the sha256 of
-(source, flags, compiler version, host CPU), so a second process — or a second
-run — loads instead of compiling.  Each ``<key>.so`` sits next to
+(source, the contents of the headers it includes, flags, compiler version,
+host CPU), so a second process — or a second run — loads instead of
+compiling, and editing a header compiles again.  Each ``<key>.so`` sits next to
 ``<key>.sha256``, the checksum of its bytes: a library that does not match
 (a crash mid-write on a filesystem without atomic rename, a truncated copy) is
 rebuilt, never loaded.  Writes are atomic: compile to a file unique to this
@@ -22,6 +25,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -102,9 +106,54 @@ def compile_flags() -> list[str]:
     return list(BASE_FLAGS)
 
 
+# A quoted include: one of ours (<...> are the compiler's own, covered by its version).
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+@lru_cache(maxsize=256)
+def _read_header(path: Path, stamp: tuple[int, int, int]) -> tuple[str, tuple[str, ...]]:
+    """A header's sha256 and the names it includes; ``stamp`` (inode, size,
+    mtime) makes an edited header a new entry."""
+    data = path.read_bytes()
+    return hashlib.sha256(data).hexdigest(), tuple(_QUOTED_INCLUDE.findall(data.decode(errors="replace")))
+
+
+def included_headers(source: str) -> list[tuple[Path, str]]:
+    """The headers ``source`` includes by absolute path, and those they
+    include in turn (relative to their own directory), each once, with the
+    sha256 of each."""
+    found: dict[Path, str] = {}
+    todo: list[tuple[tuple[str, ...], Path | None]] = [(tuple(_QUOTED_INCLUDE.findall(source)), None)]
+    while todo:
+        names, directory = todo.pop()
+        for name in names:
+            if not Path(name).is_absolute() and directory is None:
+                continue  # found by the compiler's own search, not ours
+            path = directory / name if directory is not None else Path(name)
+            if path in found:
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # the compiler will say so
+            digest, inner = _read_header(path, (st.st_ino, st.st_size, st.st_mtime_ns))
+            found[path] = digest
+            todo.append((inner, path.parent))
+    return list(found.items())
+
+
+def headers_digest(source: str) -> str:
+    """The sha256 of the included headers' paths and contents ("" when there are none)."""
+    headers = included_headers(source)
+    h = hashlib.sha256()
+    for path, digest in headers:
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest() if headers else ""
+
+
 def cache_key(source: str, cxx: str, flags: list[str]) -> str:
     h = hashlib.sha256()
-    for part in (source, " ".join(flags), compiler_version(cxx), _host()):
+    for part in (source, headers_digest(source), " ".join(flags), compiler_version(cxx), _host()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -1,5 +1,6 @@
 """The on-disk cache: corrupt libraries are rebuilt, concurrent compiles are
-safe, and a missing compiler degrades to NumPy with one warning."""
+safe, a missing compiler degrades to NumPy with one warning, and editing an
+included header compiles again."""
 from __future__ import annotations
 
 import os
@@ -159,3 +160,18 @@ def test_unusable_cache_directory_compiles_into_a_private_one(tmp_path, monkeypa
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the second graph says nothing more
         compile_graph(small_graph(3.0), [X])
+
+
+def test_editing_an_included_header_compiles_again(fresh_cache, tmp_path):
+    """The key covers the contents of the headers a source includes by path,
+    and of those they include in turn."""
+    inner = tmp_path / "inner.h"
+    outer = tmp_path / "outer.h"
+    outer.write_text('#include "inner.h"\n')  # a header's own include: relative to it
+    source = f'#include "{outer}"\nextern "C" int answer() {{ return ANSWER; }}\n'
+    answers = []
+    for value in (41, 42):
+        inner.write_text(f"#define ANSWER {value}\n")
+        lib, path, _ = codecache.load(source)
+        answers.append((lib.answer(), path.name))
+    assert [a for a, _ in answers] == [41, 42] and answers[0][1] != answers[1][1]
