@@ -102,8 +102,8 @@ def layer_norm_graph(shape: tuple) -> ir.Graph:
     return g
 
 
-def assert_loop_vectorizes(prelude: str, fn: str, ctype: str, directory) -> None:
-    """A loop over the prelude function ``fn`` on ``ctype`` arrays compiles to
+def assert_loop_vectorizes(headers: str, fn: str, ctype: str, directory) -> None:
+    """A loop over the function ``fn`` of ``headers`` (#include lines) on ``ctype`` arrays compiles to
     vector code with the flags the cache uses (read from GCC's -fopt-info;
     skipped with another compiler)."""
     import subprocess
@@ -116,7 +116,7 @@ def assert_loop_vectorizes(prelude: str, fn: str, ctype: str, directory) -> None
     if "GCC" not in codecache.compiler_version(cxx) and "g++" not in codecache.compiler_version(cxx):
         pytest.skip("vectorization report read from GCC's -fopt-info")
     src = directory / "loop.cpp"
-    src.write_text(prelude + f"""
+    src.write_text(headers + f"""
 extern "C" void loop(const {ctype}* __restrict a, {ctype}* __restrict b, long n) {{
     #pragma omp simd
     for (long i = 0; i < n; ++i) b[i] = {fn}(a[i]);

@@ -1,4 +1,4 @@
-"""The vectorizable float32 exp/log/tanh in the C++ prelude, held to stated ulp bounds.
+"""The vectorizable float32 exp/log/tanh of codegen/cpp/include/mc_math_f32.h, held to stated ulp bounds.
 
 Bound: within 1 ulp of the correctly rounded result (float64 math rounded to
 float32), hence within NumPy's own error of NumPy (NumPy's SIMD float32 exp and
@@ -169,8 +169,8 @@ def test_float32_math_vectorizes_on_this_host(fn, tmp_path):
     """A loop over each function compiles to vector code with the flags the
     cache uses (a double -> int64 conversion, which x86 has only with AVX-512,
     once kept tanh and log scalar on AVX2 machines: 4x slower than torch)."""
-    from minicompile.inductor.codegen.cpp.prelude import PRELUDE
+    from minicompile.inductor.codegen.cpp.ops import HEADERS, includes
 
     from inductor_testing import assert_loop_vectorizes
 
-    assert_loop_vectorizes(PRELUDE, fn, "float", tmp_path)
+    assert_loop_vectorizes(includes(HEADERS) + "\n", fn, "float", tmp_path)

@@ -1,4 +1,4 @@
-"""The vectorizable float64 exp/tanh/log of codegen/cpp/math_f64.py, held to stated ulp bounds.
+"""The vectorizable float64 exp/tanh/log of codegen/cpp/include/mc_math_f64.h, held to stated ulp bounds.
 
 Bound: within 1 ulp of the correctly rounded result (np.longdouble math,
 80-bit x87 here, rounded to float64) and within 2 ulp of NumPy's float64
@@ -7,7 +7,7 @@ long double result, in ulps) is held just above what was measured, so that
 a change that loses a few tenths of an ulp fails too: a 1-ulp bound on the
 rounded result alone lets e.g. dropping the exact 1 + r sum in exp pass.
 
-The sweeps run through a standalone library: ``PRELUDE + PRELUDE_F64`` plus
+The sweeps run through a standalone library: the headers every kernel includes plus
 one ``#pragma omp simd`` loop per function, built with the cache's compiler
 and flags and called through ctypes (:func:`run_f64`); a compiled graph's
 float64 kernels call the same functions (``test_compiled_float64_graphs_*``).
@@ -20,21 +20,22 @@ import numpy as np
 import pytest
 
 from minicompile.inductor import codecache
-from minicompile.inductor.codegen.cpp.math_f64 import PRELUDE_F64
-from minicompile.inductor.codegen.cpp.prelude import PRELUDE
+from minicompile.inductor.codegen.cpp.ops import HEADERS, includes
+
+PRELUDE = includes(HEADERS) + "\n"  # what every kernel includes
 
 FUNCTIONS = {"exp": "mc_exp_f64", "log": "mc_log_f64", "tanh": "mc_tanh_f64"}
 
 
 def loop_source(functions: dict[str, str]) -> str:
-    """``PRELUDE + PRELUDE_F64`` and one vectorizable loop ``loop_<name>`` per function."""
+    """``PRELUDE`` and one vectorizable loop ``loop_<name>`` per function."""
     loops = "".join(f"""
 extern "C" void loop_{name}(const double* __restrict a, double* __restrict b, long n) {{
     #pragma omp simd
     for (long i = 0; i < n; ++i) b[i] = {fn}(a[i]);
 }}
 """ for name, fn in functions.items())
-    return PRELUDE + PRELUDE_F64 + loops
+    return PRELUDE + loops
 
 
 def build(source: str, directory) -> ctypes.CDLL:
@@ -289,7 +290,7 @@ def test_float64_math_vectorizes_on_this_host(fn, tmp_path):
     AVX-512, would keep it scalar on AVX2 machines)."""
     from inductor_testing import assert_loop_vectorizes
 
-    assert_loop_vectorizes(PRELUDE + PRELUDE_F64, fn, "double", tmp_path)
+    assert_loop_vectorizes(PRELUDE, fn, "double", tmp_path)
 
 
 @pytest.mark.parametrize("op", sorted(FUNCTIONS))

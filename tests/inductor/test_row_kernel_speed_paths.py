@@ -1,4 +1,4 @@
-"""The lane-partial float32 sums of row kernels (cpp._KernelWriter._lane_sum_loops):
+"""The lane-partial float32 sums of row kernels (codegen/cpp/reductions.py, _write_lane_sums):
 rows whose length is not a multiple of the lanes or of the chunk, several
 sums in one pass, scratch rows, full reductions split across threads, float16,
 and the reductions that keep the plain loop (integers, max with NaN)."""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from minicompile import ir
-from minicompile.inductor.codegen.cpp.kernel import SUM_CHUNK, SUM_LANES
+from minicompile.inductor.codegen.cpp.reductions import SUM_CHUNK, SUM_LANES
 from minicompile.ir import TensorMeta
 
 from inductor_testing import check, layer_norm_graph

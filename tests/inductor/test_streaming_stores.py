@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 import minicompile as mc
 from minicompile import config
 from minicompile.inductor.codegen.cpp import streaming as cpp_streaming
+from minicompile.inductor.codegen.cpp.ops import includes
 from minicompile.inductor.codegen.cpp.kernel import PARALLEL_MIN_WORK
 
 BIG = cpp_streaming.MIN_BYTES // 4  # float32 elements of one output at the threshold
@@ -192,7 +193,7 @@ def test_two_row_stores_stream_through_row_buffers(monkeypatch):
         np.testing.assert_array_equal(g, e)
 
 
-HEAD_PROBE = cpp_streaming.PRELUDE + r"""
+HEAD_PROBE = includes([cpp_streaming.HEADER]) + r"""
 extern "C" int64_t head_of_one(const float* a, int64_t n) { return mc_stream_head(a, n); }
 extern "C" int64_t head_of_three(const float* a, const float* b, const double* c, int64_t n) {
     return mc_stream_head_all(n, a, b, c);

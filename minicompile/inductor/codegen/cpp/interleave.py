@@ -1,70 +1,51 @@
 """Interleaved vectors for pointwise loops that evaluate our exp, log or tanh.
 
-In:  a pointwise kernel and the loop-IR values it stores.
+In:  a pointwise kernel, the loop-IR values it stores, and the
+     :class:`~.kernel.KernelWriter` writing it.
 Out: :func:`lanes` — whether (and how wide) its inner loop is written as
-     ``COPIES`` interleaved vectors; :func:`interleave` — ``COPIES`` copies of
-     the loop body's lines, merged statement by statement; :data:`PRELUDE`.
+     ``COPIES`` interleaved vectors — and :func:`write_interleaved`, the loop
+     itself; the kernel's function is marked ``MC_SCHEDULED``
+     (``include/mc_interleave.h``, :data:`HEADER`).
 
-GELU over 4M float32 evaluates ``mc_tanh_f32`` per element: about 55 AVX2
-instructions per 8 lanes, most of them one long chain of multiply-adds (about
-85 cycles from the load to the store).  The core overlaps successive vectors
-only as far as its scheduler holds their instructions, and one vector's chain
-fills most of it: the loop measured 33 cycles per vector on one Zen 3 core,
-where its instructions alone need about 14.  Written as four vectors at a
-time, each statement four times in a row for four independent lane groups,
-and with GCC's scheduler run before register allocation
-(``-fschedule-insns -fsched-pressure``, for these functions only, through
-``MC_SCHEDULED``), the chains interleave: 24-26 cycles (the kernel on 64K
-elements, in L2), and GELU over 4M on two threads went from 2.9 to 2.3 ms
-with the kernel alone, 3.9-4.7 to 2.8-3.2 ms through ``mc.compile``
-(medians of alternated runs).  Neither
-change alone helps: unrolled copies without the scheduler run one after the
-other (31-35 cycles), and the scheduler has one chain to work with in the
-plain loop (33-37).  Every element computes exactly as before.
-
-Only our vectorized functions (:func:`cpp.vector_math`) qualify: a loop of
-plain arithmetic is already bound by loads and stores, and the C library's
-functions are calls.  Only float32 loops do: GCC 12 did not vectorize the
-interleaved float64 loop (four lanes per vector), which ran 3-5x slower.
+Why: our ``mc_tanh_f32`` is one long chain of dependent multiply-adds per
+vector, which the core overlaps with the next vector's only as far as its
+scheduler holds their instructions; four independent vectors written
+statement by statement, with GCC's scheduler run before register allocation
+(``-fschedule-insns -fsched-pressure``, for these functions only), overlap
+their chains (neither change helps alone).  Every element computes exactly as
+in the plain loop.  Only loops calling our vectorized functions qualify (plain
+arithmetic is bound by loads and stores), and only float32 ones (GCC 12 left
+the interleaved float64 loop scalar).
 """
 from __future__ import annotations
 
 import re
-from typing import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .... import config
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
 from ...lowering import MASKED_OPS
+from .ops import vector_math
 
-# Vectors in flight per loop iteration: four measured best (GELU, one core:
-# 33 cycles per vector plain, 28-29 with two, 24-26 with four).
+if TYPE_CHECKING:
+    from .kernel import KernelWriter
+
+HEADER = "mc_interleave.h"
+# Vectors in flight per loop iteration (four measured best).
 COPIES = 4
 # Bytes of one SIMD vector GCC fills (AVX2; GCC keeps 256-bit vectors by
 # default on AVX-512 machines too).
 VECTOR_BYTES = 32
 
-PRELUDE = r"""
-// Interleaved loops (see minicompile/inductor/codegen/cpp/interleave.py) run
-// GCC's instruction scheduler before register allocation, so that the chains
-// of independent vectors overlap.
-#if defined(__GNUC__) && !defined(__clang__)
-#define MC_SCHEDULED __attribute__((optimize("schedule-insns", "sched-pressure")))
-#else
-#define MC_SCHEDULED
-#endif
-"""
-
 # A declaration in a generated body: "<type> <name> = ...".
 _DECLARATION = re.compile(r"^\s*[A-Za-z_]\w* (\w+) = ")
 
 
-def lanes(bodies: list[L.Value], size: object, vector_math: Callable[[str, np.dtype], str | None]) -> int:
+def lanes(bodies: list[L.Value], size: object) -> int:
     """Lanes per vector when the loop of ``size`` iterations computing
-    ``bodies`` should interleave (it evaluates a function ``vector_math``
-    has a vectorizable template for, reads nothing under a guard, holds no
+    ``bodies`` should interleave (it evaluates one of our vectorizable
+    functions, :func:`.ops.vector_math`, reads nothing under a guard, holds no
     value wider than 4 bytes, and may run ``COPIES`` vectors at least once);
     else 0."""
     if not config.cpp_interleave:
@@ -75,7 +56,7 @@ def lanes(bodies: list[L.Value], size: object, vector_math: Callable[[str, np.dt
     if not any(isinstance(v, L.Op) and vector_math(v.name, v.args[-1].dtype) for v in values):
         return 0
     widest = max(v.dtype.itemsize for v in values)
-    if widest > 4:  # float64: GCC 12 left the 4-lane interleaved loop scalar (GELU 15-24 -> 65-80 ms)
+    if widest > 4:  # float64: GCC 12 left the 4-lane interleaved loop scalar
         return 0
     n = VECTOR_BYTES // widest
     return n if is_symbolic(size) or size >= COPIES * n else 0
@@ -88,3 +69,41 @@ def interleave(body: list[str], var: str, copies: int) -> list[str]:
     names = {var} | {m.group(1) for line in body if (m := _DECLARATION.match(line))}
     pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
     return [pattern.sub(lambda m, k=k: f"{m.group(1)}_{k}", line) for line in body for k in range(copies)]
+
+
+def write_interleaved(w: KernelWriter, out_vars: list[L.Var], big: bool, width: int) -> None:
+    """A pointwise kernel whose inner loop runs ``COPIES`` vectors of
+    ``width`` lanes (:func:`lanes`) at a time, their statements interleaved (:func:`interleave`),
+    then the elements left over one vector loop at a time."""
+    var = out_vars[-1]
+    v, step = var.name, COPIES * width
+    w.scheduled = True
+    w.open_loops(out_vars[:-1], {0: w.parallel()} if big and len(out_vars) > 1 else {})
+    w.line(f"const int64_t {v}_m = {var.size} - {var.size} % {step};")
+    w.depth += 1
+    body = _pointwise_body(w)  # at the depth of the loop over what is left
+    w.depth -= 1
+    if big and len(out_vars) == 1:
+        w.line(w.parallel())
+    w.open_block(f"for (int64_t {v}_g = 0; {v}_g < {v}_m; {v}_g += {step})")
+    w.line("#pragma omp simd")
+    w.open_block(f"for (int64_t {v}_l = 0; {v}_l < {width}; ++{v}_l)")
+    for c in range(COPIES):
+        w.line(f"const int64_t {v}_{c} = {v}_g + {f'{c * width} + ' if c else ''}{v}_l;")
+    w.lines += ["    " + line for line in interleave(body, v, COPIES)]
+    w.close_loops(2)
+    w.line("#pragma omp simd")
+    w.open_block(f"for (int64_t {v} = {v}_m; {v} < {var.size}; ++{v})")
+    w.lines += body
+    w.close_loops(len(out_vars))
+
+
+def _pointwise_body(w: KernelWriter) -> list[str]:
+    """The lines storing each pointwise output at the loop index, taken out
+    of the kernel's text (what they computed is out of scope again)."""
+    start = len(w.lines)
+    with w.scope():
+        w.store_pointwise()
+    body = w.lines[start:]
+    del w.lines[start:]
+    return body

@@ -1,144 +1,59 @@
 """Streaming (non-temporal) stores for kernels that write more than the cache holds.
 
-In:  a kernel and the layout of its buffers.
-Out: :func:`flat_loop` — the loop of a one-loop pointwise kernel whose stores
-     can stream, and :func:`row_stores` — whether a row kernel's last pass can
-     stream its rows (or None / False); :data:`PRELUDE`, the C++ they call
-     (``mc_stream_out``, ``mc_stream_head``, ``mc_stream_vector``).
+In:  a kernel, the layout of its buffers, and the :class:`~.kernel.KernelWriter`
+     writing it.
+Out: the decisions — :func:`flat_loop` (the loop of a one-loop pointwise
+     kernel whose stores can stream) and :func:`row_stores` (whether a row
+     kernel's last pass can stream its rows), each True, False/None, or a C
+     condition on sizes known only at run time — and the loops they choose:
+     :func:`write_flat_loop`, :func:`write_row_pass`.  Their C++ helpers
+     (``mc_stream_out``, ``mc_stream_head``, ``mc_stream_vector``,
+     ``mc_stream_fence``) are in ``include/mc_streaming.h`` (:data:`HEADER`).
 
-An ordinary store to a line that is not in the cache first reads the line
-(the core must own it before it writes part of it), so writing ``n`` bytes
-moves ``2n`` through the memory bus.  A streaming store (``movntdq``) writes
-whole lines straight to memory without reading them: Adam's update over 4M
-float32 parameters reads 64 MB and writes 48 MB, which ordinary stores make
-160 MB of traffic and streaming stores 112.  Measured on a 2-core AVX2
-machine (the bench's Adam kernel, median of 30 calls, three rounds):
-5.4–6.0 ms with ordinary stores, 3.6–3.7 ms streaming.  torch.compile does
-not stream on the CPU.
+Why: an ordinary store to a line that is not in the cache first reads the
+line, so writing ``n`` bytes moves ``2n`` through the memory bus; a streaming
+store (``movntdq``) writes whole lines without reading them.  (torch.compile
+does not stream on the CPU.)
 
-GCC has no way to ask for streaming stores in a loop it vectorizes (it
-ignores ``omp simd nontemporal``), so the vectorized loop writes a chunk of
-``CHUNK_BYTES`` per output into an L1 buffer of its own, and
-``mc_stream_out`` streams the buffer out with AVX stores (a head and tail
-that are not whole vectors, and arrays not aligned to an element, use plain
-stores).  Chunks of 1 KB measured best (3.6 ms; 2 KB 4.0–4.7, 4 KB 4.4–4.7,
-8 KB 4.5–4.8).  Most kernels skip the buffer: a row kernel whose last pass
-stores one output (softmax, layer norm), and a one-loop kernel whose outputs
-share an element size (Adam), write a plain head up to the first 32-byte
-boundary, then each vector's elements into a local array of one vector,
-which GCC keeps in a register and ``mc_stream_vector`` stores (``vmovntdq``
-straight after the computation), then a plain tail.  Softmax over 4096 x
-1024 float32 took 12.4 against 14.4 cycles per vector that way, layer norm
-4.6 against 5.8 (medians of 8-10 alternated runs, two threads), Adam's
-kernel 3.6-4.2 against 4.8-5.5 ms.  Outputs of a one-loop kernel need the
-same address modulo 32 for a common boundary (the caching allocator gives
-them that); where they differ the loop stores plainly.
-Streaming stores are weakly ordered: each thread ends with
-``sfence`` before the team's barrier, so the results are visible to whoever
-reads them next.
+How: GCC cannot be asked for streaming stores in a loop it vectorizes (it
+ignores ``omp simd nontemporal``).  So a loop writes a plain head up to the
+outputs' first 32-byte boundary, then one vector at a time, each output's
+lanes into a local array of one vector (which GCC keeps in a register) that
+``mc_stream_vector`` stores right after the computation, then a plain tail
+(:func:`_stream_vectors`).  Several outputs share that boundary only at the
+same address modulo 32 (the caching allocator gives them that; elsewhere the
+loop stores plainly).  Outputs of mixed element sizes, and a row pass with
+several outputs, go through an L1 buffer of ``CHUNK_BYTES`` per output instead,
+which ``mc_stream_out`` streams out.  Streaming stores are weakly ordered:
+each thread ends with ``sfence`` before the team's barrier.
 
-The catch is that streamed lines are not in the cache afterwards.  That
-costs nothing when the data would not have stayed there anyway, so only a
-kernel that stores at least ``MIN_BYTES`` (half the last-level cache of a
-typical desktop or server core complex) streams.  And streaming only helps a
-kernel that waits on memory: one that evaluates a transcendental function per
-element (``COMPUTE_BOUND_OPS``) is bound by that instead, and the detour
-through the L1 buffer is a small loss (GELU over 4M float32: 3.65/4.06 ms
-plain, 3.87/3.79 ms streamed, in alternate runs).
-
-A kernel whose sizes are known only at run time (dynamic shapes) holds both
-versions, the streaming loop and the plain one (for a row kernel, both
-versions of its last pass), and a test of the stored bytes picks one per
-call.  Without it a graph recompiled with a symbolic batch size lost what it
-had gained: layer norm over 4096 x 1024, 2.6 against 1.3 ms.
+When: streamed lines are not in the cache afterwards, which costs nothing only
+when they would not have stayed there anyway: so only a kernel that stores at
+least ``MIN_BYTES`` (half the last-level cache of a typical core complex)
+streams.  And only a kernel that waits on memory: one that evaluates a
+transcendental per element (``COMPUTE_BOUND_OPS``) is bound by that instead.
+A kernel whose sizes are known only at run time holds both versions, and a
+test of the stored bytes picks one per call.
 """
 from __future__ import annotations
 
 import functools
 import operator
+from typing import TYPE_CHECKING, Callable
 
 from .... import config
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
 from ...scheduler import Buffer, Kernel
+from .ops import ctype
 
+if TYPE_CHECKING:
+    from .kernel import KernelWriter
+
+HEADER = "mc_streaming.h"
 MIN_BYTES = 16 << 20
 CHUNK_BYTES = 1024
 COMPUTE_BOUND_OPS = frozenset({"exp", "log", "tanh", "sin", "cos", "power"})
-
-PRELUDE = r"""
-// Streaming stores (see minicompile/inductor/codegen/cpp/streaming.py): copy n
-// elements from an L1 buffer to dst, whole 32-byte vectors with non-temporal
-// stores, the unaligned head and the tail with plain ones.  Compiler builtins,
-// not <immintrin.h>: that header alone takes most of a second to compile.
-#if defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
-typedef long long mc_v4i __attribute__((vector_size(32)));
-typedef long long mc_v4i_u __attribute__((vector_size(32), aligned(1)));
-#define MC_STREAMING 1
-#endif
-template <typename T> static inline void mc_stream_out(T* __restrict dst, const T* __restrict src, int64_t n) {
-    char* d = reinterpret_cast<char*>(dst);
-    const char* s = reinterpret_cast<const char*>(src);
-    int64_t bytes = n * (int64_t)sizeof(T);
-#ifdef MC_STREAMING
-    const int64_t head = (int64_t)((32 - ((uintptr_t)d & 31)) & 31);
-    if (head % (int64_t)sizeof(T) == 0 && bytes >= head + 32) {
-        __builtin_memcpy(d, s, head);
-        d += head; s += head; bytes -= head;
-        const int64_t whole = bytes & ~(int64_t)31;
-        for (int64_t b = 0; b < whole; b += 32) {
-            const mc_v4i v = *reinterpret_cast<const mc_v4i_u*>(s + b);
-#ifdef __clang__
-            __builtin_nontemporal_store(v, reinterpret_cast<mc_v4i*>(d + b));
-#else
-            __builtin_ia32_movntdq256(reinterpret_cast<mc_v4i*>(d + b), v);
-#endif
-        }
-        d += whole; s += whole; bytes -= whole;
-    }
-#endif
-    __builtin_memcpy(d, s, bytes);
-}
-// A row pass that streams its one output writes it directly: a plain head
-// loop up to dst's first 32-byte boundary (mc_stream_head elements: all n where
-// dst is not aligned to its element, or streaming is not available), then
-// one 32-byte vector at a time (mc_stream_vector), then a plain tail.
-template <typename T> static inline int64_t mc_stream_head(const T* dst, int64_t n) {
-#ifdef MC_STREAMING
-    const uintptr_t a = (uintptr_t)dst;
-    if (a % sizeof(T) == 0) {
-        const int64_t head = (int64_t)(((32 - (a & 31)) & 31) / sizeof(T));
-        return head < n ? head : n;
-    }
-#endif
-    return n;
-}
-// The same for several outputs indexed alike: their common head, or n where
-// they are not all at the same address modulo 32 (no common boundary).
-template <typename T, typename... R> static inline int64_t mc_stream_head_all(int64_t n, const T* first, const R*... rest) {
-    const uintptr_t phase = (uintptr_t)first & 31;
-    return ((((uintptr_t)rest & 31) == phase) && ...) ? mc_stream_head(first, n) : n;
-}
-template <typename T> static inline void mc_stream_vector(T* __restrict dst, const T* __restrict src) {
-#ifdef MC_STREAMING
-    mc_v4i v;
-    __builtin_memcpy(&v, src, 32);
-#ifdef __clang__
-    __builtin_nontemporal_store(v, reinterpret_cast<mc_v4i*>(dst));
-#else
-    __builtin_ia32_movntdq256(reinterpret_cast<mc_v4i*>(dst), v);
-#endif
-#else
-    __builtin_memcpy(dst, src, 32);
-#endif
-}
-// Streaming stores are weakly ordered: a thread fences once it has written its last chunk.
-static inline void mc_stream_fence() {
-#ifdef MC_STREAMING
-    __builtin_ia32_sfence();
-#endif
-}
-"""
 
 
 def stored_buffers(kernel: Kernel, internal: frozenset[str]) -> list[str]:
@@ -148,7 +63,7 @@ def stored_buffers(kernel: Kernel, internal: frozenset[str]) -> list[str]:
 
 def _memory_bound(bodies: list[L.Value], computed_before: frozenset = frozenset()) -> bool:
     """No transcendental per element, except in values an earlier pass computed
-    (the row kernel keeps those in a row buffer, see ``cpp._plan_row_scratch``)."""
+    (the row kernel keeps those in a row buffer, see ``KernelWriter._plan_row_scratch``)."""
     def compute_bound(v: L.Value) -> bool:
         if v in computed_before:
             return False
@@ -208,3 +123,119 @@ def row_stores(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.Var]
     if not _memory_bound([s.body for s in kernel.row_pointwise], earlier):
         return False
     return red_vars[0].size >= 32 and _big_enough(buffers, stored_buffers(kernel, internal))
+
+
+def write_flat_loop(w: KernelWriter, var: L.Var) -> None:
+    """A one-loop pointwise kernel (:func:`flat_loop`) with streamed stores:
+    outputs of one element size straight from the computation, each part of
+    the loop shared among the threads; otherwise in chunks, each output's
+    chunk written to an L1 buffer by the vectorized loop and streamed out."""
+    k, n = w.kernel, var.size
+    c = chunk_elements(k, w.buffers, w.internal)
+    stored = stored_buffers(k, w.internal)
+    w.streams = True
+    sizes = {w.buffers[b].dtype.itemsize for b in stored}
+    if len(sizes) == 1:
+        v = var.name
+        w.line(f"const int64_t {v}_h = mc_stream_head_all({n}, {', '.join(f'out_{b}' for b in stored)});")
+        w.open_block(w.parallel_region())
+        _stream_vectors(w, v, n, {b: f"out_{b}" for b in stored}, w.store_pointwise, c)
+        w.line("mc_stream_fence();")
+        w.close_loops(1)
+        return
+    w.open_block(w.parallel_region())
+    w.line("#pragma omp for")
+    w.open_block(f"for (int64_t {var.name}_c = 0; {var.name}_c < {n}; {var.name}_c += {c})")
+    for b in stored:
+        w.line(f"alignas(64) {ctype(w.buffers[b].dtype)} so_{b}[{c}];")
+        w.store_to[b] = f"so_{b}[{var.name} - {var.name}_c]"
+    w.line(f"const int64_t {var.name}_e = {var.name}_c + {c} < {n} ? {var.name}_c + {c} : {n};")
+    w.line("#pragma omp simd")
+    w.open_block(f"for (int64_t {var.name} = {var.name}_c; {var.name} < {var.name}_e; ++{var.name})")
+    w.store_pointwise()
+    w.close_loops(1)
+    for b in stored:
+        w.line(f"mc_stream_out(out_{b} + {var.name}_c, so_{b}, {var.name}_e - {var.name}_c);")
+    w.close_loops(1)
+    w.line("mc_stream_fence();")
+    w.close_loops(1)
+    w.store_to = {}
+
+
+def write_row_pass(w: KernelWriter, red_vars: list[L.Var], parallel: bool, pass_index: int) -> None:
+    """A row kernel's last pass (:func:`row_stores`) with streamed stores: its
+    one row store straight from the computation, or several through a row
+    buffer each in L1, streamed out after the pass."""
+    row_pointwise = w.kernel.row_pointwise
+    w.streams = True
+    if not parallel and len(row_pointwise) == 1:
+        store, = row_pointwise
+        r = red_vars[0]
+        b, n = store.buffer, r.size
+        w.line(f"{ctype(w.buffers[b].dtype)}* so_{b};")
+        w.line(f"{{ const int64_t {r.name} = 0; so_{b} = &out_{b}[{w.offset(b, store.index)}]; }}")
+        w.line(f"const int64_t {r.name}_h = mc_stream_head(so_{b}, {n});")
+
+        def body() -> None:
+            w.enter_pass(pass_index)
+            w.store(b, store.index, w.value(store.body), store.body.dtype)
+
+        _stream_vectors(w, r.name, n, {b: f"so_{b}"}, body)
+        return
+    with w.scope():
+        rows = {s.buffer: s.index for s in row_pointwise}
+        for b in rows:  # one reduction loop (see row_stores)
+            w.line(f"alignas(64) {ctype(w.buffers[b].dtype)} so_{b}[{red_vars[0].size}];")
+            w.store_to[b] = f"so_{b}[{red_vars[0].name}]"
+        w.row_loop(red_vars, parallel, pass_index)
+        for b, index in rows.items():
+            w.line("{")
+            w.depth += 1
+            w.line(f"const int64_t {red_vars[0].name} = 0;  // the row starts where the store's index has it 0")
+            w.line(f"mc_stream_out(&out_{b}[{w.offset(b, index)}], so_{b}, {red_vars[0].size});")
+            w.close_loops(1)
+        w.store_to = {}
+
+
+def _stream_vectors(w: KernelWriter, v: str, n: int | str, dst: dict[str, str], body: Callable[[], None],
+                    chunk: int | None = None) -> None:
+    """Streaming stores straight from the computation: a plain head loop up
+    to ``{v}_h`` (the outputs' first 32-byte boundary, declared by the
+    caller), then one vector of ``32 / itemsize`` elements at a time, each
+    output's lanes written to a local array the compiler keeps in a register
+    and streamed to ``dst`` (``mc_stream_vector``), then a plain tail.
+    ``body()`` writes one element's stores (to the local arrays, through
+    ``store_to``, in the vector loop); with ``chunk``, each part is shared by
+    the team (``omp for nowait``), the vectors in chunks of ``chunk`` elements."""
+    lanes = 32 // w.buffers[next(iter(dst))].dtype.itemsize
+    w.line(f"const int64_t {v}_m = {v}_h + ({n} - {v}_h) / {lanes} * {lanes};")
+
+    def element(targets: dict[str, str]) -> None:
+        with w.scope():
+            w.store_to = targets
+            body()
+            w.store_to = {}
+
+    for start, end in ((0, f"{v}_h"), (f"{v}_m", n)):
+        if start:  # the vectors between head and tail
+            if chunk:
+                w.line("#pragma omp for nowait")
+                w.open_block(f"for (int64_t {v}_c = {v}_h; {v}_c < {v}_m; {v}_c += {chunk})")
+                w.line(f"const int64_t {v}_e = {v}_c + {chunk} < {v}_m ? {v}_c + {chunk} : {v}_m;")
+                w.open_block(f"for (int64_t {v}_v = {v}_c; {v}_v < {v}_e; {v}_v += {lanes})")
+            else:
+                w.open_block(f"for (int64_t {v}_v = {v}_h; {v}_v < {v}_m; {v}_v += {lanes})")
+            for b in dst:
+                w.line(f"alignas(32) {ctype(w.buffers[b].dtype)} sv_{b}[{lanes}];")
+            w.line("#pragma omp simd")
+            w.open_block(f"for (int64_t {v}_j = 0; {v}_j < {lanes}; ++{v}_j)")
+            w.line(f"const int64_t {v} = {v}_v + {v}_j;")
+            element({b: f"sv_{b}[{v}_j]" for b in dst})
+            w.close_loops(1)
+            for b, d in dst.items():
+                w.line(f"mc_stream_vector(&{d}[{v}_v], sv_{b});")
+            w.close_loops(2 if chunk else 1)
+        w.line("#pragma omp for simd nowait" if chunk else "#pragma omp simd")
+        w.open_block(f"for (int64_t {v} = {start}; {v} < {end}; ++{v})")
+        element({})
+        w.close_loops(1)

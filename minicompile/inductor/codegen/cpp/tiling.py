@@ -1,9 +1,11 @@
-"""Tiled loops for transposes: which two loops of a pointwise kernel to block.
+"""Tiled loops for transposes: which two loops of a pointwise kernel to block, and the tiles.
 
-In:  a pointwise :class:`~...scheduler.Kernel` and the layout of its buffers.
+In:  a pointwise :class:`~...scheduler.Kernel`, the layout of its buffers, and
+     the :class:`~.kernel.KernelWriter` writing it.
 Out: :func:`transpose_axes` — the loop a big load is contiguous along and the
-     loop the stores are contiguous along, when these differ (or None); the C++
-     writer then walks the two in tiles (:func:`tile_sizes` elements each way).
+     loop the stores are contiguous along, when these differ (or None) — and
+     :func:`write_tiled`, the kernel walking the two in tiles
+     (:func:`tile_sizes` elements each way).
 
 ``out = x.T + 1.0`` stores along ``x1`` but reads ``x`` along ``x0``: a plain
 loop nest walks one of the two arrays with a stride of a whole row, so each
@@ -12,28 +14,29 @@ column onto the same cache sets).  In tiles of ``T x S`` elements (``T``
 along the load's loop), each of the ``S`` rows of ``x`` a tile reads is a run
 of whole cache lines, and the ``S`` stores of each tile row are one vector
 whose cache line the next tile along completes while it is still in L1.  The
-innermost loop still runs along the stores, so it stays ``omp simd``.  The decision reads only the index
-expressions (a load's offset has coefficient 1 on one loop and a non-unit
-stride on the store's loop), never op names: a transpose, a permutation of a
+innermost loop still runs along the stores, so it stays ``omp simd``.  The
+decision reads only the index expressions (a load's offset has coefficient 1
+on one loop and a non-unit stride on the store's loop), never op names: a transpose, a permutation of a
 3-D array or a strided view of one look the same.  A symbolic size or stride
 (dynamic shapes) is fine: the tile loops bound themselves with ``min``.
 """
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ....ir.symbolic import size_hint
 from ... import loop_ir as L
 from ...lowering import data_loads
 from ...scheduler import Buffer, Kernel
 
-# Bytes of a tile along the load's loop and along the store's loop.  Chosen by
-# measuring x.T + 1.0 on 4096x4096 and 4000x4000 float32 and 4096x4096 float64
-# on a 2-core AVX2 machine (best of 10, min over 6 rounds; the untiled loops
-# took 67/43/76 ms): 256 x 32 bytes (64 x 8 float32) took 23/18/34 ms,
-# 128 x 64 took 28/18/36, 256 x 64 took 32/18/36, 128 x 32 took 23/21/41.
-# Four cache lines per row read keep the hardware prefetcher streaming; one
-# vector of stores per tile row keeps the inner loop a single simd iteration,
-# and a tile (8 + 64 lines) stays in L1 however a power-of-two row length
-# aliases its lines.
+if TYPE_CHECKING:
+    from .kernel import KernelWriter
+
+# Bytes of a tile along the load's loop and along the store's loop (the best
+# of the sizes measured, tutorial 09).  Four cache lines per row read keep the
+# hardware prefetcher streaming; one vector of stores per tile row keeps the
+# inner loop a single simd iteration, and a tile (8 + 64 lines) stays in L1
+# however a power-of-two row length aliases its lines.
 TILE_LOAD_BYTES = 256
 TILE_STORE_BYTES = 32
 # A load smaller than this many elements is not worth tiling for (it fits in cache).
@@ -84,3 +87,26 @@ def transpose_axes(kernel: Kernel, buffers: dict[str, Buffer], out_vars: list[L.
     if best is None or min(size_hint(best.size), size_hint(s.size)) < 2:
         return None
     return best, s
+
+
+def write_tiled(w: KernelWriter, out_vars: list[L.Var], axes: tuple[L.Var, L.Var], big: bool) -> None:
+    """The kernel in tiles over ``axes`` = (``t``, ``s``), the loop the load
+    reads along and the loop the stores write along: the other output loops
+    and the tile loops outside (one OpenMP team over all of them), then ``t``,
+    then ``s`` innermost, contiguous for the stores."""
+    t, s = axes
+    sizes = dict(zip((t.name, s.name), tile_sizes(w.kernel, w.buffers)))
+    outer = [v for v in out_vars if v not in axes]
+    if big:
+        w.line(w.parallel(f" collapse({len(outer) + 2})"))
+    w.open_loops(outer, {})
+    for v in axes:
+        w.open_block(f"for (int64_t {v.name}_t = 0; {v.name}_t < {v.size}; {v.name}_t += {sizes[v.name]})")
+    for v in axes:
+        if v is s:
+            w.line("#pragma omp simd")
+        end = f"{v.name}_t + {sizes[v.name]}"
+        w.open_block(f"for (int64_t {v.name} = {v.name}_t; {v.name} < ({end} < {v.size} ? {end} : {v.size}); "
+                     f"++{v.name})")
+    w.store_pointwise()
+    w.close_loops(len(outer) + 4)

@@ -29,7 +29,7 @@ from ... import loop_ir as L
 from ... import memory
 from . import allocator, matmul
 from ..common import Names, extern_call
-from .prelude import ARRAY_DATA_OFFSET
+from .ops import ARRAY_DATA_OFFSET
 from ...scheduler import Kernel, Schedule
 
 
@@ -200,9 +200,8 @@ def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: me
 
     A fresh ``np.empty`` of a large array costs a page fault per 4 KiB page on
     first touch, every call (glibc returns allocations above 32 MiB to the
-    system when they are freed): for MobileNetV2 at batch 32 that was about a
-    fifth of the time.  Keeping the arrays — as torch's caching allocator keeps
-    its blocks — avoids it.  Only arrays that cannot reach the caller are kept:
+    system when they are freed).  Keeping the arrays — as torch's caching
+    allocator keeps its blocks — avoids it.  Only arrays that cannot reach the caller are kept:
     intermediates the memory plan allocates fresh (never outputs, bases of
     views, or storage handed on) and products of generated matmuls that are
     not outputs, and of those only ones that no NumPy call reads, since a NumPy

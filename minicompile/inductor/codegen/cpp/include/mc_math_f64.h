@@ -1,67 +1,22 @@
-"""Vectorizable float64 exp, tanh and log for the C++ prelude.
+// Vectorizable float64 exp, tanh and log (mc_exp_f64, mc_tanh_f64, mc_log_f64),
+// for the op table's float64 loops (codegen/cpp/ops.py); same construction as
+// the float32 ones of mc_math_f32.h, whose MC_FMA it uses.
+// tests/inductor/test_fast_math_f64.py holds them to the error bounds stated here.
+#pragma once
 
-In:  nothing (appended after :data:`.prelude.PRELUDE`, whose ``MC_FMA``,
-     ``<cmath>`` and ``<cstdint>`` it uses).
-Out: :data:`PRELUDE_F64`, C++ source: ``mc_exp_f64``, ``mc_tanh_f64`` and ``mc_log_f64``,
-     with the bit-cast helpers ``mc_bits_to_double`` / ``mc_double_to_bits``.
+#include "mc_math_f32.h"
 
-glibc's exp, tanh and log are scalar calls that GCC cannot vectorize, so a float64
-GELU over 4M elements took 67 ms compiled against 3 ms in float32.  These are
-branch-free polynomials in the style of the float32 ones (``mc_exp_f32``,
-``mc_tanh_f32``): selects as ``?:`` or masks, no calls, and no double <-> int64
-conversion (x86 has those only with AVX-512): integers come from the
-1.5 * 2^52 shifter and powers of two from 64-bit shifts and adds on its bits.
-GCC 12 vectorizes a loop over each under ``#pragma omp simd`` with the cache's
-flags (checked in tests/inductor/test_fast_math_f64.py).
-
-Error bounds, against the correctly rounded result (the np.longdouble
-function, 80-bit x87, rounded to double), measured on the test sweeps
-(tests/inductor/test_fast_math_f64.py: 3.5M inputs for exp, 2.9M for tanh,
-random bit patterns and dense sweeps around every switch point) and on 45M
-more random inputs in the ranges where the errors are largest:
-- mc_exp_f64: at most 0.60 ulp for normal results, 0.76 ulp for subnormal
-  ones (the result is rounded twice there: to 53 bits, then to the subnormal
-  grid), so within 1 ulp of the correctly rounded result; about 1.1% of
-  inputs are 1 ulp off it.  Within 1 ulp of NumPy's np.exp on every input
-  tested (NumPy itself is 1 ulp off the correctly rounded result at times).
-- mc_tanh_f64: at most 0.61 ulp, so within 1 ulp of the correctly rounded
-  result; 1 ulp off it for about 1.3% of inputs in [0.3, 0.55], 0.8% in
-  [0.55, 1.5], under 0.03% for |x| < 1e-3 or > 3.  Within 1 ulp of NumPy's
-  np.tanh on every input tested.
-- mc_log_f64 (fdlibm's method; its comment below): at most 0.867 ulp (10^9
-  random inputs in its worst ranges and the test sweeps), so within 1 ulp of
-  the correctly rounded result; about 0.1% of random positive doubles are 1
-  ulp off it.  Within 1 ulp of NumPy's np.log on every input tested.
-Special values are exact: NaN, +-inf, +-0 (tanh keeps the sign of zero),
-overflow to +inf (x > 709.782712893384), +0 below exp's underflow
-(x < -745.1332), tanh = +-1 for |x| > 19.07 and tanh x = x for tiny and
-subnormal x.  The bounds need FMA (where ``MC_FMA`` is a plain multiply-add
-the reductions and residuals are inexact and the bounds unchecked).
-
-Speed, one thread on a 2-core AMD EPYC VM (Zen 3, AVX2+FMA), GCC 12, the
-cache's flags: a standalone file ``PRELUDE + PRELUDE_F64`` plus one
-``#pragma omp simd`` loop per function (the same loop with std::exp /
-std::tanh for comparison), called through ctypes; median of 21 calls after a
-warm-up.  The machine was shared with another job (load about 2), so the
-numbers moved by 20-40% between runs; ranges over two runs:
-- 4M float64 uniform in [-20, 20] (64 MB in and out; a plain copy loop takes
-  6-7 ms): exp 8.6-9.1 ms against std::exp 22-33 ms (2.6-3.7x); tanh 16-20 ms
-  against std::tanh 85-101 ms (about 5x).
-- 8192 elements (in cache, 512 calls per timing): exp 1.9-2.0 ns per element
-  against 5.5-9.1 ns; tanh 3.7-4.8 ns against 17.5-30 ns (4-8x).
-- log, 4M float64 e^u (u uniform in [-30, 30]), median of 41 alternated runs:
-  2.2 against 5.3 ns per element for std::log (2.5x; a scaled copy of the
-  arrays alone takes 1.3 ns); 16K elements in cache: 1.72 against 5.3 ns.
-"""
-from __future__ import annotations
-
-PRELUDE_F64 = r"""
-// float64 exp and tanh, written so that the compiler vectorizes them (glibc's
-// exp and tanh are scalar calls: a float64 GELU was 20x slower than float32).
-// Same shape as the float32 ones above: the shifter 1.5 * 2^52 (v + 1.5 * 2^52
-// holds round(v) in its low mantissa bits, |v| < 2^51) gives n without a
-// double <-> int64 conversion (AVX2 has none), and 2^n comes from 64-bit
-// shifts and adds on those bits.  Special values are selected without branches.
+// glibc's exp, tanh and log are scalar calls that GCC cannot vectorize; these
+// are branch-free polynomials (selects as ?: or masks, no calls) that it can.
+// As in the float32 ones, the shifter 1.5 * 2^52 (v + 1.5 * 2^52 holds round(v)
+// in its low mantissa bits, |v| < 2^51) gives n without a double <-> int64
+// conversion (AVX2 has none), and 2^n comes from 64-bit shifts and adds on
+// those bits.  Special values are selected without branches, and exact: NaN,
+// +-inf, +-0 (tanh keeps the sign of zero), overflow to +inf (x > 709.782712893384),
+// +0 below exp's underflow (x < -745.1332), tanh = +-1 for |x| > 19.07 and
+// tanh x = x for tiny and subnormal x.  The bounds need FMA (where MC_FMA is a
+// plain multiply-add the reductions and residuals are inexact and the bounds
+// unchecked).
 static inline double mc_bits_to_double(uint64_t b) { double d; __builtin_memcpy(&d, &b, 8); return d; }
 static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcpy(&b, &d, 8); return b; }
 
@@ -69,8 +24,8 @@ static inline uint64_t mc_double_to_bits(double d) { uint64_t b; __builtin_memcp
 // fitted by Chebyshev interpolation in 60-digit arithmetic (mpmath), the
 // coefficients rounded to double; e^r = 1 + r + r^2 Q(r) is then off by at most
 // 0.003 * 2^-53 relative (checked in the same arithmetic on a dense grid).
-// Estrin's scheme (pairs, then r^2 and r^4: 5 dependent FMAs instead of 10; a
-// few percent faster than Horner here, same accuracy).  Shared by exp and tanh
+// Estrin's scheme (pairs, then r^2 and r^4: 5 dependent FMAs instead of 10, as
+// accurate as Horner's).  Shared by exp and tanh
 // (through e^r - 1 = r + r^2 Q(r)).
 static inline double mc_exp_q_f64(double r) {
     const double r2 = r * r, r4 = r2 * r2;
@@ -107,7 +62,6 @@ static inline double mc_exp_q_f64(double r) {
 // within 1 ulp of the correctly rounded result (about 1.1% of inputs are 1 ulp
 // off it); measured on random inputs and dense sweeps around the switch
 // points and each (k + 1/2) ln2 (tests/inductor/test_fast_math_f64.py).
-// 3.5x faster than std::exp in cache (1.9 against 5.5+ ns per element on Zen 3).
 static inline double mc_exp_f64(double x) {
     const double xh = 710.0 < x ? 710.0 : x;
     const double xc = x < -746.0 ? -752.7578380881006 : xh;  // -1086 ln2
@@ -151,8 +105,7 @@ static inline double mc_exp_f64(double x) {
 // n steps, tests/inductor/test_fast_math_f64.py), so within 1 ulp of the
 // correctly rounded result (about 1% of inputs in [0.3, 1.5] are 1 ulp off
 // it, far fewer outside).  NaN, +-inf, +-0 and subnormals come out as
-// NumPy's.  4-8x faster than std::tanh (3.7-4.8 against 17-30 ns per element
-// in cache on Zen 3; both branches and a divide are computed for every lane).
+// NumPy's.  Both branches and a divide are computed for every lane.
 static inline double mc_tanh_f64(double x) {
     const uint64_t ab = mc_double_to_bits(x) & 0x7fffffffffffffffull;
     const double a = mc_bits_to_double(ab);
@@ -199,10 +152,9 @@ static inline double mc_tanh_f64(double x) {
     return mc_bits_to_double(mc_double_to_bits(y) | (mc_double_to_bits(x) & 0x8000000000000000ull));
 }
 
-// float64 log in double arithmetic (fdlibm's log, as in musl and FreeBSD),
-// written so that the compiler vectorizes it (glibc's log is a scalar call per
-// element, which GCC cannot vectorize).  x = 2^k m with m in [sqrt(1/2),
-// sqrt(2)) (subnormals scaled by 2^54 first), f = m - 1 (exact), s = f/(2 + f),
+// float64 log in double arithmetic (fdlibm's log, as in musl and FreeBSD).
+// x = 2^k m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^54 first),
+// f = m - 1 (exact), s = f/(2 + f),
 // log m = log((1+s)/(1-s)) = f - f^2/2 + s (f^2/2 + R(s^2)), R of degree 7 in
 // z = s^2 (|s| < 0.1716, Estrin's scheme: a shorter dependency chain than
 // Horner's), and k ln2 with ln2 split so that k ln2_hi is exact.  k comes from
@@ -224,11 +176,6 @@ static inline double mc_tanh_f64(double x) {
 // (where MC_FMA is a plain multiply-add it is unchecked).
 // Special values without branches (selected at the end): log 1 = +0, log +-0 =
 // -inf, log of x < 0 (and -inf) is NaN, log +inf = +inf, NaN stays NaN.
-// Speed, one Zen 3 core (2.45 GHz VM), GCC 12 with the cache's flags, a loop
-// under omp simd over 4M doubles (e^u, u uniform in [-30, 30]), median of 41
-// runs alternated with the same loop calling std::log: 2.2 against 5.3 ns per
-// element (2.5x; the loop is partly memory-bound: a scaled copy of the arrays
-// takes 1.3 ns per element); 16K doubles (in cache): 1.72 against 5.3 ns (3.1x).
 static inline double mc_log_f64(double x) {
     // All ones where x is subnormal (or not positive: selected away below), as
     // a mask, not a ?: (GCC computed both sides of the ?: form, twice the work).
@@ -262,4 +209,3 @@ static inline double mc_log_f64(double x) {
     const double zs = x == 0 ? -inf : std::numeric_limits<double>::quiet_NaN();
     return x > 0 ? y1 : zs;
 }
-"""

@@ -1,96 +1,12 @@
-"""The C++ helpers every generated translation unit starts with.
+// Vectorizable float32 exp, log and tanh (mc_exp_f32, mc_log_f32, mc_tanh_f32),
+// the FMA macros (MC_FMA, MC_FMAF) and float <-> bits casts they use.  The op
+// table (codegen/cpp/ops.py) calls them for float32 and float16 loops;
+// tests/inductor/test_fast_math.py holds them to the error bounds stated here.
+#pragma once
 
-In:  nothing.
-Out: :data:`PRELUDE`, C++ source: NumPy's integer and float division and
-     remainder semantics, integer power, NaN-propagating maximum/minimum, and
-     vectorizable float32 exp/log/tanh with their stated error bounds (checked
-     in tests/inductor/test_fast_math.py), and the value-and-position pair
-     of argmax/argmin with its OpenMP reductions.  :mod:`.kernel` names these
-     functions in its op table.
-"""
-from __future__ import annotations
-
-# Where NumPy's PyArrayObject keeps its data pointer: right after the object
-# header (reference count and type).  Each kernel gets an ``<name>_obj`` entry
-# taking the arrays themselves, so the Python wrapper need not ask each array
-# for its address (the wrapper checks this offset once before using it).
-ARRAY_DATA_OFFSET = 16
-
-PRELUDE = r"""
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
-
-// NumPy's integer floor division: x // 0 == 0, and INT_MIN // -1 wraps
-// (C's '/' would trap on both).
-template <typename T> static inline T mc_floordiv_int(T a, T b) {
-    if (b == 0) return 0;
-    if constexpr (std::is_signed_v<T>) {
-        if (b == (T)-1) return (T)(0 - a);
-        T q = (T)(a / b);
-        if ((a % b != 0) && ((a < 0) != (b < 0))) q = (T)(q - 1);
-        return q;
-    } else {
-        return (T)(a / b);
-    }
-}
-
-// NumPy's integer remainder: the sign of the divisor, x % 0 == 0.
-template <typename T> static inline T mc_remainder_int(T a, T b) {
-    if (b == 0) return 0;
-    if constexpr (std::is_signed_v<T>) {
-        if (b == (T)-1) return 0;
-        T r = (T)(a % b);
-        if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
-        return r;
-    } else {
-        return (T)(a % b);
-    }
-}
-
-// NumPy's npy_divmod for floats: floor quotient, remainder with the sign of b.
-template <typename T> static inline T mc_divmod_float(T a, T b, T* modulus) {
-    T mod = std::fmod(a, b);
-    if (!b) { *modulus = mod; return a / b; }
-    T div = (a - mod) / b;
-    if (mod) {
-        if ((b < 0) != (mod < 0)) { mod += b; div -= (T)1; }
-    } else {
-        mod = std::copysign((T)0, b);
-    }
-    T floordiv;
-    if (div) {
-        floordiv = std::floor(div);
-        if (div - floordiv > (T)0.5) floordiv += (T)1;
-    } else {
-        floordiv = std::copysign((T)0, a / b);
-    }
-    *modulus = mod;
-    return floordiv;
-}
-template <typename T> static inline T mc_floordiv_float(T a, T b) {
-    if (!b) return a / b;
-    T mod;
-    return mc_divmod_float(a, b, &mod);
-}
-template <typename T> static inline T mc_remainder_float(T a, T b) {
-    if (!b) return std::fmod(a, b);
-    T mod;
-    mc_divmod_float(a, b, &mod);
-    return mod;
-}
-
-// Integer power by squaring; the exponent is a known non-negative constant.
-template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
-    T result = 1;
-    while (exponent > 0) {
-        if (exponent & 1) result = (T)(result * base);
-        base = (T)(base * base);
-        exponent >>= 1;
-    }
-    return result;
-}
 
 // float32 exp, log and tanh, written so that the compiler vectorizes them
 // (glibc's expf/logf/tanhf are scalar calls; NumPy's own are SIMD).  They
@@ -112,7 +28,7 @@ template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
 // Rounding to an integer by a shifter (v + 1.5 * 2^23 for float: its low bits
 // are round(v)): integers and 2^n then come out of integer adds and shifts on
 // the bits, never a float <-> int conversion (double <-> int64 exists on x86
-// only with AVX-512; with AVX2 such loops once stayed scalar, 4x slower).
+// only with AVX-512; with AVX2 such loops stay scalar).
 
 // float32 e^x in float arithmetic (8 lanes per AVX2 vector, 16 per AVX-512).
 // x = n ln2 + r with |r| <= ln2/2, n = round(x / ln2) by the shifter; ln2 is
@@ -138,9 +54,7 @@ template <typename T> static inline T mc_ipow(T base, int64_t exponent) {
 // 1 ulp of the correctly rounded result (0.47% of the inputs in [-104, 89] are
 // 1 ulp off it), measured over all 2^32 inputs with GCC on AVX2+FMA
 // (tests/inductor/test_fast_math.py checks dense sweeps).  The bound needs
-// FMA.  About 1.65x faster than the Taylor-series-to-r^7, two-factor version
-// it replaces (25 instead of 40 AVX2 instructions per 8 lanes, load and store
-// included; a loop of it 0.78 -> 0.47 ns per element on one Zen 3 core).
+// FMA.  25 AVX2 instructions per 8 lanes, load and store included.
 static inline float mc_bits_to_float(uint32_t b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
 static inline uint32_t mc_float_to_bits(float f) { uint32_t b; __builtin_memcpy(&b, &f, 4); return b; }
 static inline float mc_exp_f32(float x) {
@@ -168,8 +82,7 @@ static inline float mc_exp_f32(float x) {
 // (|s| < 0.172), k ln2 with ln2 split so that k ln2_hi is exact.  Error: at
 // most 0.84 ulp (at 1.40545952) against log in double over every positive
 // float32 (so within 1 ulp of the correctly rounded result; 0.63% of inputs are
-// 1 ulp off it), measured with GCC on AVX2+FMA.  About 1.9x faster than the
-// double version it replaces (4 lanes and a double divide per AVX2 vector).
+// 1 ulp off it), measured with GCC on AVX2+FMA.
 static inline float mc_log_f32(float x) {
     const bool sub = x < 1.17549435e-38f;  // subnormal, or not positive (selected away below)
     const float xn = sub ? x * 8388608.0f : x;
@@ -240,76 +153,3 @@ static inline float mc_tanh_f32(float x) {
     const float y = ab < 0x3f0ccccdu ? small : big;
     return mc_bits_to_float(mc_float_to_bits(y) | (mc_float_to_bits(x) & 0x80000000u));
 }
-
-// The float32 sum of a row kernel's 32 partial sums (cpp.py, _lane_sum_loops):
-// lane i < 8 adds (p[i] + p[i+16]) + (p[i+8] + p[i+24]), then the 8 lanes add
-// pairwise, ((0+1) + (2+3)) + ((4+5) + (6+7)).  Written as vector operations:
-// as scalar loops over the array, GCC stored the four accumulator vectors and
-// added their lanes back one load at a time (a row of layer norm measured 8%
-// slower that way, the results bit for bit the same).
-typedef float mc_v8f __attribute__((vector_size(32)));
-typedef int mc_v8i __attribute__((vector_size(32)));
-#ifdef __clang__
-#define MC_SWAP_PAIRS(s) __builtin_shufflevector(s, s, 1, 0, 3, 2, 5, 4, 7, 6)
-#define MC_SWAP_HALVES_OF_4(s) __builtin_shufflevector(s, s, 2, 3, 0, 1, 6, 7, 4, 5)
-#else
-#define MC_SWAP_PAIRS(s) __builtin_shuffle(s, (mc_v8i){1, 0, 3, 2, 5, 4, 7, 6})
-#define MC_SWAP_HALVES_OF_4(s) __builtin_shuffle(s, (mc_v8i){2, 3, 0, 1, 6, 7, 4, 5})
-#endif
-static inline float mc_sum_lanes32(const float* p) {
-    mc_v8f v0, v1, v2, v3;
-    __builtin_memcpy(&v0, p, 32);
-    __builtin_memcpy(&v1, p + 8, 32);
-    __builtin_memcpy(&v2, p + 16, 32);
-    __builtin_memcpy(&v3, p + 24, 32);
-    mc_v8f s = (v0 + v2) + (v1 + v3);
-    s = s + MC_SWAP_PAIRS(s);
-    s = s + MC_SWAP_HALVES_OF_4(s);
-    return s[0] + s[4];
-}
-
-// np.maximum / np.minimum: a NaN on either side wins.  On a tie (0.0 vs -0.0)
-// NumPy's float32/float64 loops return the second operand, its float16 loop
-// the first: the sign of a zero result depends on it.
-template <typename T> static inline T mc_maximum(T a, T b) { return (a > b || a != a) ? a : b; }
-template <typename T> static inline T mc_minimum(T a, T b) { return (a < b || a != a) ? a : b; }
-template <typename T> static inline T mc_maximum_half(T a, T b) { return (a >= b || a != a) ? a : b; }
-template <typename T> static inline T mc_minimum_half(T a, T b) { return (a <= b || a != a) ? a : b; }
-
-// argmax/argmin: the extreme value of a row so far and its position.  NumPy
-// returns the first NaN if the row has one, else the first extreme value.
-// Whether (v, i) beats (a.v, a.i) is decided on the positions too, not on
-// the order the pairs arrive in: so the per-thread partials of one long row
-// combine to the lowest position whatever order OpenMP combines them in.
-template <typename T> struct mc_arg { T v; int64_t i; };
-template <typename T> static inline bool mc_argmax_beats(T v, int64_t i, const mc_arg<T>& a) {
-    const bool vn = v != v, an = a.v != a.v;  // constant false for integers
-    if (vn || an) return vn && (!an || i < a.i);
-    return v > a.v || (v == a.v && i < a.i);
-}
-template <typename T> static inline bool mc_argmin_beats(T v, int64_t i, const mc_arg<T>& a) {
-    const bool vn = v != v, an = a.v != a.v;
-    if (vn || an) return vn && (!an || i < a.i);
-    return v < a.v || (v == a.v && i < a.i);
-}
-template <typename T> static inline void mc_argmax_step(mc_arg<T>& a, T v, int64_t i) {
-    if (mc_argmax_beats(v, i, a)) { a.v = v; a.i = i; }
-}
-template <typename T> static inline void mc_argmin_step(mc_arg<T>& a, T v, int64_t i) {
-    if (mc_argmin_beats(v, i, a)) { a.v = v; a.i = i; }
-}
-template <typename T> static inline mc_arg<T> mc_argmax_pair(mc_arg<T> a, mc_arg<T> b) {
-    return mc_argmax_beats(b.v, b.i, a) ? b : a;
-}
-template <typename T> static inline mc_arg<T> mc_argmin_pair(mc_arg<T> a, mc_arg<T> b) {
-    return mc_argmin_beats(b.v, b.i, a) ? b : a;
-}
-""" + "".join(
-    # A private copy starts as the original, the identity (see cpp.py): combining
-    # a pair with itself changes nothing, so any starting pair would be right.
-    f"#pragma omp declare reduction(mc_{op} : mc_arg<{t}> : omp_out = mc_{op}_pair(omp_out, omp_in))"
-    f" initializer(omp_priv = omp_orig)\n"
-    for op in ("argmax", "argmin")
-    for t in ("bool", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
-              "float", "double")
-)
