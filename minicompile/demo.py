@@ -3,7 +3,9 @@
 GELU followed by a row-wise layer norm (``examples/gelu_layernorm.py``) is
 captured from its bytecode, guarded, fused and compiled to C++/OpenMP; the
 demo prints the graph, the guards, the generated code, checks the result
-against eager NumPy and times both.
+against eager NumPy and times both, in under 300 lines.  The generated code
+includes the backend's hand-written C++ helpers by path (the headers of
+``inductor/codegen/cpp/include/``) rather than showing them.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 import minicompile as mc
 
 from .benchmarks.timing import format_seconds, median_seconds
+from .inductor.codegen.cpp.ops import INCLUDE_DIR
 from .examples.gelu_layernorm import example_input, gelu_layernorm
 
 
@@ -31,6 +34,9 @@ def main(rows: int = 2048, cols: int = 1024) -> int:
     result = compiled(x)
     entry = compiled.cache[0]
     print(entry.compiled)
+    print(f"# The #include lines name the hand-written C++ the kernels call (exp, tanh, reductions, ...):\n"
+          f"#   {INCLUDE_DIR}/*.h\n"
+          "# MINICOMPILE_LOGS=output_code prints each graph's generated code and wrapper as it compiles.")
 
     banner("3. Check: compiled against eager NumPy")
     expected = gelu_layernorm(x)
