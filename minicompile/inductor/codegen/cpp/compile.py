@@ -21,7 +21,7 @@ import numpy as np
 from .... import ir, logs
 from ....ir import symbolic
 from ... import codecache, decompositions, memory, scheduler
-from . import kernel as cpp, runtime, wrapper
+from . import kernel as cpp, matmul, runtime, wrapper
 from ...compiled import CompiledGraph
 
 
@@ -56,8 +56,8 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
-    epilogues = cpp.matmul_epilogues(sched)  # (cpp.generate made the same choice)
-    matmul_lines = cpp.describe_matmuls(sched, kernel_args, epilogues)
+    epilogues = matmul.epilogues(sched)  # (cpp.generate made the same choice)
+    matmul_lines = matmul.describe(sched, kernel_args, epilogues)
     if matmul_lines:
         logs.log("schedule", lambda: "\n".join(matmul_lines))
     schedule_text = "\n".join([str(sched)] + matmul_lines)

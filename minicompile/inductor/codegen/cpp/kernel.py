@@ -514,40 +514,6 @@ def _internal_stores(schedule: Schedule, kernel: Kernel) -> frozenset[str]:
     return frozenset(s.buffer for s in at_element if s.buffer not in seen)
 
 
-def matmul_epilogues(schedule: Schedule) -> dict[str, L.Extern]:
-    """Each pointwise kernel that runs as the epilogue of the generated matmul
-    right before it (see :mod:`.matmul`), by kernel name."""
-    fused = {}
-    if not config.cpp_matmul_epilogues:
-        return fused
-    for step, nxt in zip(schedule.steps, schedule.steps[1:]):
-        if not isinstance(step, L.Extern) or matmul.eligible(step, schedule) is None \
-                or not matmul.fusable_epilogue(step, nxt):
-            continue
-        # The kernel's entry takes the operands as they are (no copy on the way).
-        if all(t is not None for _, t in matmul.operands(step, schedule)):
-            fused[nxt.name] = step
-    return fused
-
-
-def describe_matmuls(schedule: Schedule, kernel_args: dict[str, list[str]],
-                     epilogues: dict[str, L.Extern]) -> list[str]:
-    """One line per matmul generated as C++, for the schedule log (the
-    scheduler itself only knows them as Externs); ``epilogues`` is
-    :func:`matmul_epilogues` of the schedule."""
-    fused = {ext.name: kernel for kernel, ext in epilogues.items()}
-    lines = []
-    for ext in schedule.steps:
-        if not isinstance(ext, L.Extern) or matmul.kernel_name(ext) not in kernel_args:
-            continue
-        if ext.name in fused:
-            lines.append(f"{ext.name}: generated C++ GEMM, not BLAS; {fused[ext.name]} runs on each finished tile "
-                         "(epilogue fusion)")
-        else:
-            lines.append(f"{ext.name}: generated C++ GEMM ({matmul.kernel_name(ext)}), not BLAS")
-    return lines
-
-
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     """The translation unit for all kernels, and each kernel's pointer arguments.
 
@@ -560,7 +526,7 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     args: dict[str, list[str]] = {}
     # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.
     symbols = tuple(input_symbols([p.meta.shape for p in schedule.graph.placeholders]))
-    fused = matmul_epilogues(schedule)
+    fused = matmul.epilogues(schedule)
     externs = [e for e in schedule.steps if isinstance(e, L.Extern)]
     for ext in externs:
         if ext in fused.values():

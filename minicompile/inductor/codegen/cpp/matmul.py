@@ -6,8 +6,9 @@ In:  an ``np.matmul`` :class:`~minicompile.inductor.loop_ir.Extern` of two
      and optionally the pointwise kernel right after it that reads the product
      only at its own element (``gelu(x @ w + b)``: the bias and the GELU).
 Out: :func:`generate` returns the C++ of the matmul's ``extern "C"`` function
-     (and its ``_obj`` entry), or None when NumPy's BLAS should keep the call.
-     With an epilogue, the function is the epilogue kernel's: it computes the
+     (and its ``_obj`` entry), or None when NumPy's BLAS should keep the call;
+     :func:`epilogues` picks the kernels that run as epilogues, and
+     :func:`describe` says so in the schedule log.  With an epilogue, the function is the epilogue kernel's: it computes the
      product and runs the epilogue on each finished tile (a 16-column panel of
      a block of at most 144 rows) while the tile is still in L1, so the
      product is never read back from memory.
@@ -254,3 +255,35 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = (),
     ptrs = [f"*({p.rsplit('*', 1)[0]}**)((char*)a{i} + {ARRAY_DATA_OFFSET})" for i, p in enumerate(params)]
     lines.append(f'extern "C" void {name}_obj({obj_params}) {{ {name}({", ".join(ptrs + list(symbols))}); }}')
     return "\n".join(lines)
+
+
+def epilogues(schedule) -> dict[str, L.Extern]:
+    """Each pointwise kernel that runs as the epilogue of the generated matmul
+    right before it, by kernel name."""
+    fused = {}
+    if not config.cpp_matmul_epilogues:
+        return fused
+    for step, nxt in zip(schedule.steps, schedule.steps[1:]):
+        if not isinstance(step, L.Extern) or eligible(step, schedule) is None or not fusable_epilogue(step, nxt):
+            continue
+        # The kernel's entry takes the operands as they are (no copy on the way).
+        if all(t is not None for _, t in operands(step, schedule)):
+            fused[nxt.name] = step
+    return fused
+
+
+def describe(schedule, kernel_args: dict[str, list[str]], fused: dict[str, L.Extern]) -> list[str]:
+    """One line per matmul generated as C++, for the schedule log (the
+    scheduler itself only knows them as Externs); ``fused`` is
+    :func:`epilogues` of the schedule."""
+    kernel_of = {ext.name: kernel for kernel, ext in fused.items()}
+    lines = []
+    for ext in schedule.steps:
+        if not isinstance(ext, L.Extern) or kernel_name(ext) not in kernel_args:
+            continue
+        if ext.name in kernel_of:
+            lines.append(f"{ext.name}: generated C++ GEMM, not BLAS; {kernel_of[ext.name]} runs on each finished tile "
+                         "(epilogue fusion)")
+        else:
+            lines.append(f"{ext.name}: generated C++ GEMM ({kernel_name(ext)}), not BLAS")
+    return lines
