@@ -117,14 +117,14 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
             plan = plan_epilogue(output, result, wrap_function)
             output.graph.output(plan.outputs)
             _freeze_sizes(output)
-            return Capture(passes.dead_code_elimination(output.graph), output.guards,
+            return Capture(passes.drop_inner_copies(output.graph), output.guards,
                            output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
         spec = _output_spec(result, outputs)
         output.graph.output(outputs)
         _freeze_sizes(output)
-        graph = passes.dead_code_elimination(output.graph)
+        graph = passes.drop_inner_copies(output.graph)
         reason = None
     except Unsupported as e:
         graph, spec = None, None
@@ -140,7 +140,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                 return Capture(None, output.guards, output.input_exprs(), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
             output.graph.output(plan.outputs)
-            graph = passes.dead_code_elimination(output.graph)
+            graph = passes.drop_inner_copies(output.graph)
             return Capture(graph, output.guards, output.input_exprs(), None, reason,
                            time.perf_counter() - start, break_plan=plan)
     except Exception as e:  # a bug in minicompile: never let it cost the user a result

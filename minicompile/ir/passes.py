@@ -90,6 +90,14 @@ def rewrite(graph: Graph, rule: Callable[[Graph, Node, set[Node]], Any]) -> Grap
     return dead_code_elimination(new)
 
 
+def drop_inner_copies(graph: Graph) -> Graph:
+    """Read ``x`` where ``np.copy(x)`` only feeds other ops: in a functional graph a copy
+    matters only as an output (a distinct array the caller may write), so one that
+    no output is keeps nothing from fusing through it."""
+    return rewrite(graph, lambda g, node, outputs: node.args[0]
+                   if node.op.name == "copy" and node not in outputs else None)
+
+
 def _leaves(values: Any) -> list:
     out = []
     for v in values:

@@ -10,7 +10,7 @@ from minicompile import config, ir
 from minicompile.inductor import compile_graph, scheduler
 from minicompile.ir import TensorMeta
 
-from inductor_testing import check, layer_norm_graph
+from inductor_testing import check, layer_norm_graph, run_both
 
 F32 = np.dtype(np.float32)
 
@@ -196,7 +196,15 @@ def row_programs(draw):
 @given(row_programs(), st.integers(0, 1000))
 def test_row_fused_unfused_and_numpy_agree(graph, seed):
     x = rand(*graph.placeholders[0].shape, dtype=graph.placeholders[0].dtype, seed=seed)
-    fused = check(graph, [x])
+    expected, actual, fused = run_both(graph, [x])
+    # Chains like exp(x - sum(exp(...))) amplify float32 rounding (the summation
+    # order alone moves a sum of thousands by 1e-3): the fused kernel must be as
+    # close to the exact answer (float64) as NumPy's own float32 result is.
+    exact = ir.dead_code_elimination(graph)(x.astype(np.float64))
+    for a, e, r in zip(actual, expected, exact):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        slack = 8 * np.abs(e - r) + 1e-5 * np.abs(r) + 1e-6
+        assert np.all((np.abs(a - r) <= slack) | (np.isnan(a) & np.isnan(e))), (graph, a, e, r)
     unfused = compile_graph(graph, [x], row_fusion=False)
     for a, b in zip(fused(x), unfused(x)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -138,3 +138,19 @@ def test_optimize_preserves_values_dtypes_and_special_numbers(graph, seed):
             real = ~np.isnan(e)
             np.testing.assert_array_equal(np.signbit(a[real]), np.signbit(e[real]), err_msg=str(graph))
         np.testing.assert_allclose(a, e, rtol=1e-6 if e.dtype == np.float32 else 1e-12, equal_nan=True)
+
+
+def test_copies_stay_only_where_an_output_is_one():
+    g = ir.Graph()
+    x = g.placeholder("x", ir.TensorMeta((3, 2), np.float64))
+    inner = g.call("copy", g.call("reshape", g.call("transpose", x), (3, 2)))
+    doubled = g.call("multiply", inner, 2.0)
+    out = g.call("copy", g.call("reshape", x, (6,)))
+    g.output([doubled, out])
+    new = passes.drop_inner_copies(g)
+    ops = [n.op.name for n in new.calls]
+    assert ops.count("copy") == 1 and new.outputs[1].op.name == "copy"
+    assert new.outputs[0].args[0].op.name == "reshape"  # multiply reads through the reshape
+    a = np.arange(6.0).reshape(3, 2)
+    for got, want in zip(new(a), g(a)):
+        np.testing.assert_array_equal(got, want)
