@@ -169,3 +169,19 @@ def test_large_full_reduction_in_parallel():
     n = np.arange(1 << 20, dtype=np.int64)
     check(unary_graph("sum", n * n), [n * n])
     check(unary_graph("max", x), [x])
+
+
+@pytest.mark.parametrize("ints", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32])
+@pytest.mark.parametrize("floats", [np.float32, np.float64])
+def test_float_to_int_and_back_has_no_negative_zero(ints, floats):
+    """``(-0.25).astype(int).astype(float)`` is +0.0 (an integer has no sign of zero);
+    GCC folds the round trip to trunc(), which is -0.0: 1 / it would be -inf."""
+    g = ir.Graph()
+    x = g.placeholder("a", TensorMeta((6,), np.dtype(floats)))
+    back = g.call("astype", g.call("astype", x, np.dtype(ints)), np.dtype(floats))
+    g.output([g.call("divide", 1.0, back)])
+    # Only values the integer type holds: out of its range NumPy's cast is undefined.
+    a = np.array([-0.25, -0.75, 0.5, 1.5, 2.25, -0.0], floats)
+    expected, actual, _ = run_both(g, [a])
+    np.testing.assert_array_equal(actual[0], expected[0])
+    assert (np.signbit(actual[0]) == np.signbit(expected[0])).all()

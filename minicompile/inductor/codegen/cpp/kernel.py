@@ -114,6 +114,14 @@ class KernelWriter(LineWriter):
             if fwd is not None:
                 return fwd
             expr = f"{self.param(v.buffer)}[{self.offset(v.buffer, v.index)}]"
+        elif isinstance(v, L.Cast) and _float_int_float(v):
+            # GCC (without trapping math) folds float -> int -> float into trunc()
+            # (in vector loops for every integer type), which keeps the sign of
+            # -0.25's zero where NumPy's integer has none: say trunc, and add +0.0
+            # (-0.0 + 0.0 is +0.0).  Out of the integer's range NumPy's cast is
+            # undefined, and so was the fold.
+            zero = "0.0f" if v.dtype.itemsize == 4 else "0.0"
+            expr = f"(({ctype(v.dtype)})__builtin_trunc({self.compute(v.value.value)}) + {zero})"
         elif isinstance(v, L.Cast):
             expr = f"({ctype(v.dtype)})({self.compute(v.value)})"
         elif v.name in MASKED_OPS:
@@ -475,6 +483,13 @@ class TileEpilogueWriter(KernelWriter):
     def header(self, params: list[str]) -> str:
         tile = "int64_t b, int64_t i0, int64_t mr, int64_t j0, int64_t nr"
         return f"static inline void {self.kernel.name}_tile({', '.join(params + [tile])})"
+
+
+def _float_int_float(v: L.Cast) -> bool:
+    """A float cast to an integer and back to float32/float64 (what GCC folds to trunc)."""
+    inner = v.value
+    return (v.dtype.kind == "f" and v.dtype != HALF and isinstance(inner, L.Cast)
+            and inner.dtype.kind in "iu" and inner.value.dtype.kind == "f" and inner.value.dtype != HALF)
 
 
 def _unmasked(value: L.Value):
