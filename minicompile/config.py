@@ -73,3 +73,9 @@ cpp_streaming_stores: bool = bool(_env_int("CPP_STREAMING_STORES", 1))
 # vectors at a time, interleaved statement by statement, so that their long
 # chains of dependent instructions overlap (see inductor/codegen/cpp/interleave.py).
 cpp_interleave: bool = bool(_env_int("CPP_INTERLEAVE", 1))
+
+# Processes that compile a graph's Triton kernels (every config autotuning will
+# try) in parallel before its first call on the GPU; -1: one per CPU, at most 16;
+# 0: compile in this process only, one kernel at a time (see
+# inductor/codegen/triton/workers.py).
+triton_compile_workers: int = _env_int("TRITON_COMPILE_WORKERS", -1)

@@ -15,9 +15,10 @@ rows become one persistent kernel (:mod:`.rows`), kernels are generated (:func:`
 template, the row groups, and the loop kernels of :mod:`.kernel`) and a Python
 wrapper is written (:mod:`.wrapper`) that allocates every buffer (``np.empty`` or
 ``cupy.empty``), launches the kernels in order and runs Externs.  An Extern
-is the op's NumPy reference; given CuPy arrays, NumPy hands the call to CuPy
-(``__array_ufunc__``/``__array_function__``), and an op CuPy lacks is refused
-when compiling, with its name.
+is the op's NumPy reference, written for any array module: given CuPy arrays,
+NumPy hands the call to CuPy (``__array_ufunc__``/``__array_function__``), so
+an Extern does on the GPU exactly what the same NumPy code does on CuPy arrays
+eagerly, raising CuPy's own error for a function CuPy lacks.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ... import scheduler
 from ...compiled import CompiledGraph
 from ...decompositions import before_lowering
 from ...scheduler import Kernel, Schedule
-from . import kernel as tg, runtime
+from . import kernel as tg, runtime, versions, workers
 from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
@@ -80,16 +81,6 @@ def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Sche
     return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=tg.unsupported_node)
 
 
-def _check_gpu_externs(s: scheduler.Schedule) -> None:
-    cp = runtime.cupy_module()
-    for step in s.steps:
-        if isinstance(step, L.Extern) and not hasattr(cp, step.op_name) \
-                and not ir.get_op(step.op_name).extra.get("array_api"):
-            raise NotImplementedError(
-                f"backend='triton' on CuPy arrays: {step.name} = np.{step.op_name}(...) has no Triton "
-                f"kernel ({step.reason}) and CuPy has no {step.op_name}; pass NumPy arrays or use another backend")
-
-
 def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = False) -> TritonCompiledGraph:
     """Compile ``graph`` to Triton for inputs laid out like ``example_inputs``;
     ``sizes_as_args``: a dynamic-shape graph's kernels take its sizes as int
@@ -104,8 +95,6 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
         raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs])
     sched = fuse_rows(fuse_matmul_epilogues(sched))
-    if on_gpu:
-        _check_gpu_externs(sched)
     module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
     for k in module.kernels.values() if sizes_as_args else ():
@@ -125,24 +114,59 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     if module.kernels:
         loaded = runtime.load(module.source, interpret=not on_gpu)
         for k in module.kernels.values():
-            namespace[k.name] = launchers[k.name] = runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
+            launcher = launchers[k.same_as] if k.same_as else runtime.Launcher(k, getattr(loaded, k.name), on_gpu)
+            namespace[k.name] = launchers[k.name] = launcher
+    if on_gpu and module.kernels:
+        jobs = precompile_jobs(sched, module, launchers, loaded.__file__, example_inputs)
+        if len(jobs) > 1:  # one compile is no faster on a worker
+            workers.precompile(jobs)
     exec(compile(wrapper_source, "<minicompile triton wrapper>", "exec"), namespace)
     names = [k.name for k in module.kernels.values()]
     kernel_source = module.source if module.kernels else ""
     compiled = TritonCompiledGraph(graph, namespace["call"], names, kernel_source, wrapper_source, [], _describe(sched, module))
     compiled.device = "cuda" if on_gpu else "interpreter"
     compiled.module = module
+    compiled.scheduled = sched
     compiled.launchers = launchers
     compiled.kernel_origins = {module.kernels[id(s)].name: list(s.origins) for s in sched.steps
                                if id(s) in module.kernels}
     return compiled
 
 
+def precompile_jobs(sched: Schedule, module: TritonModule, launchers: dict[str, runtime.Launcher],
+                    path: str, example_inputs: list) -> list[workers.Job]:
+    """Every kernel and config the first call will compile (the autotuning candidates,
+    or the winner an earlier process remembered) that this process has not compiled
+    yet, for the argument types that call will pass: buffer dtypes, each input's
+    alignment (the buffers this graph allocates are aligned), the sizes."""
+    inputs = {layout.name: x for layout, x in zip(sched.inputs, example_inputs) if not layout.needs_array}
+    symbols = input_symbols([p.meta.shape for p in sched.graph.placeholders])
+    size_of = {sym: example_inputs[i].shape[axis] for sym, (i, axis) in symbols.items()}
+    jobs = []
+    for k in module.kernels.values():
+        launcher = launchers[k.name]
+        if k.same_as:
+            continue  # compiled as the kernel it repeats
+        aligned = [inputs[b].data.ptr % 16 == 0 if b in inputs else True for b in k.params]
+        pointers = tuple((sched.buffers[b].dtype.name, a) for b, a in zip(k.params, aligned))
+        sizes = tuple(size_of[s] for s in k.sizes)
+        spec = versions.specialization_key(tuple(0 if a else 4 for a in aligned), sizes)
+        for cfg in runtime.configs_to_compile(k):
+            if (tuple(cfg.items()), spec) in launcher.compiled:
+                continue
+            jobs.append(workers.Job(path, k.name, pointers, sizes, runtime.grid_size(k, cfg, sizes),
+                                    tuple(cfg.items())))
+    return jobs
+
+
 def generate(schedule: Schedule) -> TritonModule:
     """The module source of every kernel in ``schedule`` (after the matmul and row passes):
-    each step goes to the writer of its kind (template, row group, loop kernel)."""
+    each step goes to the writer of its kind (template, row group, loop kernel).  A kernel
+    whose code equals an earlier one's but for its name and its buffers' names (the
+    same layer again) is written once: it is compiled, tuned and launched as that one."""
     op_of = {n.name: n.op.name for n in schedule.graph.calls}
     kernels: dict[int, TritonKernel] = {}
+    seen: dict[str, TritonKernel] = {}  # canonical code -> its first kernel (a model's layers repeat)
     index = 0
     for step in schedule.steps:
         if isinstance(step, MatmulTemplate):
@@ -163,10 +187,15 @@ def generate(schedule: Schedule) -> TritonModule:
         else:
             continue
         tk.sizes = size_params(schedule.buffers)
+        first = seen.setdefault(tk.canonical(), tk)
+        if first is not tk:
+            tk.same_as = first.name
         kernels[id(step)] = tk
         index += 1
     header = "# Generated by minicompile's inductor (Triton backend).\n"
-    source = header + PRELUDE + "".join(f"\n\n{k.source}\n" for k in kernels.values())
+    source = header + PRELUDE + "".join(
+        f"\n\n# {k.name}: the code of {k.same_as}, on other buffers\n" if k.same_as else f"\n\n{k.source}\n"
+        for k in kernels.values())
     return TritonModule(source, kernels)
 
 

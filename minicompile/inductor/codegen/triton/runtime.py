@@ -143,6 +143,22 @@ def load(source: str, interpret: bool) -> ModuleType:
         return module
 
 
+class SharedKernel:
+    """What every launcher of one kernel's code shares within a process: the
+    ``@triton.jit`` function, the tuned config and the compiled binaries."""
+
+    __slots__ = ("fn", "config", "compiled")
+
+    def __init__(self, fn: Any):
+        self.fn = fn
+        self.config: dict[str, int] | None = None
+        self.compiled: dict[tuple, Callable[..., None]] = {}
+
+
+# (canonical kernel code, on the GPU) -> its shared state; see TritonKernel.canonical.
+_shared: dict[tuple[str, bool], SharedKernel] = {}
+
+
 # Triton's interpreter swaps module-level state of triton.language in and out around
 # each kernel it runs, so kernels from two threads at once break each other.
 INTERPRETER_LOCK = threading.Lock()
@@ -186,19 +202,33 @@ class Launcher:
 
     def __init__(self, kernel: TritonKernel, fn: Any, on_gpu: bool):
         self.kernel = kernel
-        self.fn = fn
         self.on_gpu = on_gpu
-        self.config: dict[str, int] | None = None if on_gpu else kernel.configs[0]
+        # A kernel with the same code as one launched before in this process (the
+        # same layer in another graph) shares its function, tuning and binaries.
+        self.shared = (_shared.setdefault((kernel.canonical(), on_gpu), SharedKernel(fn)) if kernel.source
+                       else SharedKernel(fn))
+        self.fn = self.shared.fn
+        if not on_gpu:
+            self.shared.config = kernel.configs[0]
         # (config, specialization key) -> the compiled kernel's launch function
-        self.compiled: dict[tuple, Callable[..., None]] = {}
+        self.compiled = self.shared.compiled
         self.fast: Callable[..., None] | None = None
+
+    @property
+    def config(self) -> dict[str, int] | None:
+        """The launch settings chosen (None on the GPU until the first call tunes them)."""
+        return self.shared.config
+
+    @config.setter
+    def config(self, value: dict[str, int] | None) -> None:
+        self.shared.config = value
 
     def __call__(self, *args: Any) -> None:
         fast = self.fast
         if fast is not None:
             return fast(*args)
-        if self.config is None:
-            self.config = autotune(self, args)
+        if self.shared.config is None:
+            self.shared.config = autotune(self, args)
         self.launch(self.config, args)
         if self.on_gpu and not versions.launch_hooks_active():
             self.fast = self.fast_path(self.config, args)
@@ -322,9 +352,28 @@ def device_name() -> str:
 def _cache_file(kernel: TritonKernel) -> Path:
     import triton
 
-    text = json.dumps([kernel.source, kernel.configs, device_name(), triton.__version__])
+    text = json.dumps([kernel.canonical(), device_name(), triton.__version__])
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
     return Path(config.cache_dir) / "triton_autotune" / f"{kernel.name}-{key}.json"
+
+
+def remembered_config(kernel: TritonKernel) -> dict[str, int] | None:
+    """The config an earlier process chose for this kernel's code on this GPU, if any."""
+    path = _cache_file(kernel)
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())["best"]
+    except (ValueError, KeyError):
+        return None  # a damaged file: tune again and rewrite it
+
+
+def configs_to_compile(kernel: TritonKernel) -> list[dict[str, int]]:
+    """The configs the first call will compile: the remembered winner, or every candidate."""
+    if len(kernel.configs) == 1:
+        return kernel.configs
+    remembered = remembered_config(kernel)
+    return [remembered] if remembered is not None else kernel.configs
 
 
 def autotune(launcher: Launcher, arrays: tuple) -> dict[str, int]:
@@ -332,12 +381,10 @@ def autotune(launcher: Launcher, arrays: tuple) -> dict[str, int]:
     kernel = launcher.kernel
     if len(kernel.configs) == 1:
         return kernel.configs[0]
+    remembered = remembered_config(kernel)
+    if remembered is not None:
+        return remembered
     path = _cache_file(kernel)
-    if path.exists():
-        try:
-            return json.loads(path.read_text())["best"]
-        except (ValueError, KeyError):
-            pass  # a damaged file: tune again and rewrite it
     timings = []
     for cfg in kernel.configs:
         try:
