@@ -44,44 +44,39 @@ import numpy as np
 # the names that are also NumPy functions or ufuncs.  A NumPy function outside
 # these has no CuPy implementation, so __array_function__ refuses it.
 CUPY_NAMES = {"numpy": frozenset("""
-abs absolute acos acosh add all allclose amax amin angle any append apply_along_axis
-apply_over_axes arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin
-argpartition argsort argwhere around array array2string array_equal array_equiv array_repr
-array_split array_str asanyarray asarray asarray_chkfinite ascontiguousarray asfortranarray asin
-asinh astype atan atan2 atanh atleast_1d atleast_2d atleast_3d average bartlett base_repr
-binary_repr bincount bitwise_and bitwise_count bitwise_invert bitwise_left_shift bitwise_not
-bitwise_or bitwise_right_shift bitwise_xor blackman broadcast_arrays broadcast_shapes
-broadcast_to can_cast cbrt ceil choose clip column_stack common_type compress concat concatenate
-conj conjugate convolve copy copysign copyto corrcoef correlate cos cosh count_nonzero cov cross
-cumprod cumsum cumulative_prod cumulative_sum deg2rad degrees delete diag diag_indices
-diag_indices_from diagflat diagonal diff digitize divide divmod dot dsplit dstack ediff1d einsum
-empty empty_like equal exp exp2 expand_dims expm1 extract eye fabs fill_diagonal fix flatnonzero
-flip fliplr flipud float_power floor floor_divide fmax fmin fmod format_float_positional
-format_float_scientific frexp from_dlpack frombuffer fromfile fromfunction fromiter fromstring
-full full_like gcd genfromtxt get_printoptions gradient greater greater_equal hamming hanning
-heaviside histogram histogram2d histogramdd hsplit hstack hypot i0 identity imag indices inner
-interp intersect1d invert isclose iscomplex iscomplexobj isdtype isfinite isfortran isin isinf
-isnan isneginf isposinf isreal isrealobj isscalar issubdtype iterable ix_ kaiser kron lcm ldexp
-left_shift less less_equal lexsort linspace load loadtxt log log10 log1p log2 logaddexp
-logaddexp2 logical_and logical_not logical_or logical_xor logspace mask_indices matmul
-matrix_transpose max maximum may_share_memory mean median meshgrid min min_scalar_type minimum
-mintypecode mod modf moveaxis multiply nan_to_num nanargmax nanargmin nancumprod nancumsum
-nanmax nanmean nanmedian nanmin nanprod nanstd nansum nanvar ndim negative nextafter nonzero
-not_equal ones ones_like outer packbits pad partition percentile permute_dims piecewise place
-poly polyadd polyfit polymul polysub polyval positive pow power printoptions prod promote_types
-ptp put put_along_axis putmask quantile rad2deg radians ravel ravel_multi_index real
-real_if_close reciprocal remainder repeat require reshape resize result_type right_shift rint
-roll rollaxis roots rot90 round row_stack save savetxt savez savez_compressed searchsorted
-select set_printoptions setdiff1d setxor1d shape shares_memory show_config sign signbit sin sinc
-sinh size sort sort_complex split sqrt square squeeze stack std subtract sum swapaxes take
-take_along_axis tan tanh tensordot tile trace transpose trapezoid tri tril tril_indices
-tril_indices_from trim_zeros triu triu_indices triu_indices_from true_divide trunc typename
-union1d unique unique_all unique_counts unique_inverse unique_values unpackbits unravel_index
-unwrap vander var vdot vsplit vstack where zeros zeros_like""".split()),
-    "numpy.linalg": frozenset("""cholesky cond cross det eig eigh eigvals eigvalsh inv lstsq matmul
-matrix_power matrix_rank matrix_transpose norm pinv qr slogdet solve svd tensorinv tensorsolve""".split()),
-    "numpy.fft": frozenset("""fft fft2 fftfreq fftn fftshift hfft ifft ifft2 ifftn ifftshift ihfft irfft
-irfft2 irfftn rfft rfft2 rfftfreq rfftn""".split())}
+abs absolute acos acosh add all allclose amax amin angle any append apply_along_axis apply_over_axes arange arccos
+arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argpartition argsort argwhere around array array2string
+array_equal array_equiv array_repr array_split array_str asanyarray asarray asarray_chkfinite ascontiguousarray
+asfortranarray asin asinh astype atan atan2 atanh atleast_1d atleast_2d atleast_3d average bartlett base_repr
+binary_repr bincount bitwise_and bitwise_count bitwise_invert bitwise_left_shift bitwise_not bitwise_or
+bitwise_right_shift bitwise_xor blackman broadcast_arrays broadcast_shapes broadcast_to can_cast cbrt ceil choose
+clip column_stack common_type compress concat concatenate conj conjugate convolve copy copysign copyto corrcoef
+correlate cos cosh count_nonzero cov cross cumprod cumsum cumulative_prod cumulative_sum deg2rad degrees delete diag
+diag_indices diag_indices_from diagflat diagonal diff digitize divide divmod dot dsplit dstack ediff1d einsum empty
+empty_like equal exp exp2 expand_dims expm1 extract eye fabs fill_diagonal fix flatnonzero flip fliplr flipud
+float_power floor floor_divide fmax fmin fmod format_float_positional format_float_scientific frexp from_dlpack
+frombuffer fromfile fromfunction fromiter fromstring full full_like gcd genfromtxt get_printoptions gradient greater
+greater_equal hamming hanning heaviside histogram histogram2d histogramdd hsplit hstack hypot i0 identity imag
+indices inner interp intersect1d invert isclose iscomplex iscomplexobj isdtype isfinite isfortran isin isinf isnan
+isneginf isposinf isreal isrealobj isscalar issubdtype iterable ix_ kaiser kron lcm ldexp left_shift less less_equal
+lexsort linspace load loadtxt log log10 log1p log2 logaddexp logaddexp2 logical_and logical_not logical_or
+logical_xor logspace mask_indices matmul matrix_transpose max maximum may_share_memory mean median meshgrid min
+min_scalar_type minimum mintypecode mod modf moveaxis multiply nan_to_num nanargmax nanargmin nancumprod nancumsum
+nanmax nanmean nanmedian nanmin nanprod nanstd nansum nanvar ndim negative nextafter nonzero not_equal ones
+ones_like outer packbits pad partition percentile permute_dims piecewise place poly polyadd polyfit polymul polysub
+polyval positive pow power printoptions prod promote_types ptp put put_along_axis putmask quantile rad2deg radians
+ravel ravel_multi_index real real_if_close reciprocal remainder repeat require reshape resize result_type
+right_shift rint roll rollaxis roots rot90 round row_stack save savetxt savez savez_compressed searchsorted select
+set_printoptions setdiff1d setxor1d shape shares_memory show_config sign signbit sin sinc sinh size sort
+sort_complex split sqrt square squeeze stack std subtract sum swapaxes take take_along_axis tan tanh tensordot tile
+trace transpose trapezoid tri tril tril_indices tril_indices_from trim_zeros triu triu_indices triu_indices_from
+true_divide trunc typename union1d unique unique_all unique_counts unique_inverse unique_values unpackbits
+unravel_index unwrap vander var vdot vsplit vstack where zeros zeros_like""".split()),
+              "numpy.linalg": frozenset("""
+cholesky cond cross det eig eigh eigvals eigvalsh inv lstsq matmul matrix_power matrix_rank matrix_transpose norm
+pinv qr slogdet solve svd tensorinv tensorsolve""".split()),
+              "numpy.fft": frozenset("""
+fft fft2 fftfreq fftn fftshift hfft ifft ifft2 ifftn ifftshift ihfft irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn""".split())}
 UFUNC_METHODS = frozenset({"__call__", "reduce", "accumulate", "reduceat", "outer", "at"})
 # cupy.ndarray's methods that this double forwards to NumPy's (results wrapped).
 METHODS = frozenset("""all any argmax argmin argpartition argsort astype choose clip compress conj
@@ -125,7 +120,8 @@ class ndarray:
         return _wrap(result)
 
     def __array_function__(self, func, types_, args, kwargs):
-        if func.__name__ not in CUPY_NAMES.get(func.__module__, ()) or not _handled_types(types_):
+        if func.__name__ not in CUPY_NAMES.get(func.__module__, ()) \
+                or not all(issubclass(t, (ndarray, np.ndarray)) for t in types_):
             return NotImplemented
         return _call(func, args, kwargs)
 
@@ -139,9 +135,6 @@ class ndarray:
     itemsize = property(lambda self: self._a.itemsize)
     flags = property(lambda self: self._a.flags)
     T = property(lambda self: ndarray(self._a.T))
-    mT = property(lambda self: ndarray(self._a.mT))
-    real = property(lambda self: ndarray(self._a.real))
-    imag = property(lambda self: ndarray(self._a.imag))
     # The memory pointer: ``.ptr`` is the address of the first element (views included),
     # which capture reads to tell arrays that may share memory.
     data = property(lambda self: types.SimpleNamespace(ptr=self._a.__array_interface__["data"][0]))
@@ -185,10 +178,10 @@ class ndarray:
         return repr(self._a)
 
     def __getitem__(self, key):
-        return _wrap(self._a[_index(key)])
+        return _wrap(self._a[_unwrap(key)])  # a NumPy index array: CuPy copies it to the device
 
     def __setitem__(self, key, value):
-        self._a[_index(key)] = _unwrap(_refuse_host(value))
+        self._a[_unwrap(key)] = _unwrap(_refuse_host(value))
 
     __hash__ = None  # type: ignore[assignment]  # unhashable, as any ndarray
 
@@ -210,29 +203,26 @@ def _binary(ufunc: np.ufunc, reflected: bool = False):
     return op
 
 
-for _name, _uf in {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
-                   "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
-                   "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-                   "lshift": np.left_shift, "rshift": np.right_shift, "divmod": np.divmod}.items():
+def _inplace(ufunc: np.ufunc):
+    def op(self, other):
+        ufunc(self, other, out=(self,))
+        return self
+    return op
+
+
+OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide, "floordiv": np.floor_divide,
+             "mod": np.remainder, "pow": np.power, "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
+             "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
+for _name, _uf in OPERATORS.items():
     setattr(ndarray, f"__{_name}__", _binary(_uf))
     setattr(ndarray, f"__r{_name}__", _binary(_uf, reflected=True))
-for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-                   "eq": np.equal, "ne": np.not_equal}.items():
+    setattr(ndarray, f"__i{_name}__", _inplace(_uf))
+for _name, _uf in {"divmod": np.divmod, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                   "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(ndarray, f"__{_name}__", _binary(_uf))
+ndarray.__rdivmod__ = _binary(np.divmod, reflected=True)
 for _name, _uf in {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}.items():
     setattr(ndarray, f"__{_name}__", lambda self, _uf=_uf: _uf(self))
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor"):
-    setattr(ndarray, f"__i{_name}__", lambda self, other, _n=_name: _inplace(self, other, _n))
-
-
-def _inplace(self: ndarray, other: Any, name: str) -> ndarray:
-    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
-             "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "and": np.bitwise_and,
-             "or": np.bitwise_or, "xor": np.bitwise_xor}.get(name)
-    if ufunc is None:  # a @= b: NumPy refuses too
-        raise TypeError("In-place matrix multiplication is not (yet) supported.")
-    ufunc(self, other, out=(self,))
-    return self
 
 
 # -- wrapping and unwrapping ---------------------------------------------------------------------
@@ -241,10 +231,6 @@ def _handled(values: tuple) -> bool:
     """CuPy handles its own arrays, NumPy's (to refuse them) and scalars; not other array types."""
     return all(isinstance(v, (ndarray, np.ndarray, np.generic, int, float, complex, bool)) or v is None
                for v in values)
-
-
-def _handled_types(types_: Any) -> bool:
-    return all(issubclass(t, (ndarray, np.ndarray)) for t in types_)
 
 
 def _refuse_host(value: Any) -> Any:
@@ -278,11 +264,6 @@ def _wrap(value: Any) -> Any:
     return value
 
 
-def _index(key: Any) -> Any:
-    """An index with device arrays unwrapped (a NumPy array is copied to the device by CuPy)."""
-    return _unwrap(key)
-
-
 def _call(func: Any, args: tuple, kwargs: dict) -> Any:
     _refuse_host(args)
     _refuse_host(kwargs)
@@ -305,10 +286,6 @@ def array(obj: Any, dtype: Any = None, copy: bool = True, order: str = "K", ndmi
 
 def asnumpy(a: Any) -> np.ndarray:
     return a.get() if isinstance(a, ndarray) else np.asarray(a)
-
-
-def get_array_module(*args: Any) -> Any:
-    return module if any(isinstance(a, ndarray) for a in args) else np
 
 
 class ufunc:
@@ -350,6 +327,6 @@ def _namespace(name: str, numpy_namespace: Any, names: frozenset, **members: Any
 
 module = _namespace(
     "cupy", np, CUPY_NAMES["numpy"], ndarray=ndarray, asarray=asarray, array=array, asnumpy=asnumpy,
-    get_array_module=get_array_module, pi=np.pi, e=np.e, inf=np.inf, nan=np.nan, newaxis=None,
+    pi=np.pi, e=np.e, inf=np.inf, nan=np.nan, newaxis=None,
     linalg=_namespace("cupy.linalg", np.linalg, CUPY_NAMES["numpy.linalg"]),
     fft=_namespace("cupy.fft", np.fft, CUPY_NAMES["numpy.fft"]))
