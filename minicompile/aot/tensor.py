@@ -1,17 +1,19 @@
-"""``mc.Tensor``: a NumPy array that records a tape, and ``backward()`` that replays it.
+"""``mc.Tensor``: an array that records a tape, and ``backward()`` that replays it.
 
-A Tensor wraps an array: a NumPy array, or an array of another module
-that speaks NumPy's protocols, such as a CuPy array on the GPU, which stays
-in its module (values and gradients are computed there, never copied to the
-host; :func:`~minicompile.ir.ops.registry.array_module` tells which).  NumPy functions and operators reach it through
-NumPy's own dispatch protocols (``__array_ufunc__`` for ``np.exp(t)``,
-``t + 1``, ``t @ w``; ``__array_function__`` for ``np.sum(t)``,
-``np.where(...)``), and its methods mirror ndarray's (``t.sum(axis=1)``,
-``t.reshape(...)``, ``t.T``).  Each operation runs the op's NumPy reference
-implementation now and, when an input requires a gradient, records a tape
-node: the op, its canonical arguments and its output.  ``backward()`` walks
-the tape in reverse topological order and applies the derivative rules of
-:mod:`minicompile.aot.derivatives` — the same rules the joint graph uses.
+A Tensor wraps an array: a NumPy array, or an array of another module that
+speaks NumPy's protocols, such as a CuPy array on the GPU, which stays in its
+module (values and gradients are computed there, never copied to the host;
+:func:`~minicompile.ir.ops.registry.array_module` tells which).  NumPy
+functions and operators reach it through NumPy's own dispatch protocols
+(``__array_ufunc__`` for ``np.exp(t)``, ``t + 1``, ``t @ w``;
+``__array_function__`` for ``np.sum(t)``, ``np.where(...)``), and its methods
+mirror ndarray's (``t.sum(axis=1)``, ``t.reshape(...)``, ``t.T``).  Each
+operation runs the op's NumPy reference implementation now (which NumPy
+hands to CuPy for a CuPy array) and, when an input requires a gradient,
+records a tape node: the op, its canonical arguments and its output.
+``backward()`` walks the tape in reverse topological order and applies the
+derivative rules of :mod:`minicompile.aot.derivatives` — the same rules the
+joint graph uses.
 """
 from __future__ import annotations
 
