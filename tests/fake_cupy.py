@@ -133,7 +133,10 @@ class ndarray:
     size = property(lambda self: self._a.size)
     nbytes = property(lambda self: self._a.nbytes)
     itemsize = property(lambda self: self._a.itemsize)
-    flags = property(lambda self: self._a.flags)
+    # CuPy's flags: no ``writeable`` (its arrays always are).
+    flags = property(lambda self: types.SimpleNamespace(
+        c_contiguous=self._a.flags.c_contiguous, f_contiguous=self._a.flags.f_contiguous,
+        owndata=self._a.flags.owndata))
     T = property(lambda self: ndarray(self._a.T))
     # The memory pointer: ``.ptr`` is the address of the first element (views included),
     # which capture reads to tell arrays that may share memory.

@@ -55,7 +55,10 @@ def test_the_double_behaves_as_cupy(cp, fake_cupy):
     assert type(np.sum(x)) is cp.ndarray and np.sum(x).shape == ()  # never a NumPy scalar
     y = x.copy()
     y[:, 0] += 1.0  # views write through
-    cp.add.at(y, (cp.asarray(np.array([1, 1])),), 1.0)
+    rows = (cp.asarray(np.array([1, 1])),)
+    with pytest.raises(TypeError):
+        np.add.at(y, rows, 1.0)  # NumPy's dispatch to CuPy refuses a tuple input...
+    cp.add.at(y, rows, 1.0)  # ...which CuPy's own ufunc takes
     np.testing.assert_array_equal(y.get(), [[1, 1, 2], [6, 6, 7]])
     assert [how for how, _ in fake_cupy.HOST_COPIES] == ["get"]
 
