@@ -1,6 +1,7 @@
 """Test-wide settings: strict mode (internal errors raise), a private disk cache, and
 hypothesis profiles (seeded under CI, exploring locally)."""
 import os
+import sys
 import tempfile
 
 import pytest
@@ -27,3 +28,13 @@ def _fresh_caches():
     mc.reset()
     yield
     mc.reset()
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    """CuPy's stand-in (tests/fake_cupy.py) as ``import cupy``, for this test only."""
+    import fake_cupy as double
+
+    monkeypatch.setitem(sys.modules, "cupy", double.module)
+    double.HOST_COPIES.clear()
+    return double

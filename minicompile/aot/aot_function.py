@@ -7,6 +7,8 @@ inner backend; the backward graph is compiled on the first ``backward()``.
 Each call runs the forward, keeps the saved values, and returns tensors whose
 tape node runs the compiled backward — so compiled regions compose with eager
 tensor code and with graph breaks, and gradients flow through all of them.
+Arrays stay in their module: with CuPy inputs the backend gets CuPy arrays,
+and outputs, saved values, tangents and gradients are CuPy arrays.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ir, logs
+from ..ir.ops.registry import as_array
 from .joint import build_joint_graph
 from .partition import Partition, default_partition, min_cut_partition
 from .tensor import Tensor, TapeNode, grad_enabled
@@ -54,7 +57,7 @@ class AotFunction:
             if not has_tangent:
                 results.append(Tensor(out))
                 continue
-            node = TapeNode("compiled", {}, tensors, np.asarray(out),
+            node = TapeNode("compiled", {}, tensors, as_array(out),
                             backward=self._backward_for(k, saved, forward_outputs))
             results.append(Tensor(out, requires_grad=True, _node=node))
         return tuple(results)
@@ -62,8 +65,9 @@ class AotFunction:
     def _backward_for(self, k: int, saved: tuple, forward_outputs: tuple) -> Callable:
         """The backward of output ``k``: the compiled backward with zero tangents elsewhere
         (gradients are linear in the tangents, so per-output calls add up correctly)."""
-        def run(g: np.ndarray) -> dict[int, np.ndarray]:
-            tangents = [np.asarray(g, dtype=np.asarray(out).dtype) if i == k else np.zeros_like(np.asarray(out))
+        def run(g: Any) -> dict[int, Any]:
+            # In each output's own module (NumPy's, or CuPy's on the GPU) and dtype.
+            tangents = [as_array(g, as_array(out).dtype, like=out) if i == k else np.zeros_like(as_array(out))
                         for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
                         if has]
             if self._backward is None:

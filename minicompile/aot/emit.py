@@ -1,7 +1,8 @@
-"""One protocol for "apply an op": eagerly on NumPy arrays, or as a node of a graph.
+"""One protocol for "apply an op": eagerly on arrays, or as a node of a graph.
 
 Derivative rules are written once against an :class:`Emitter`; the eager tape
-runs them with :class:`EagerEmitter` (NumPy now), the joint-graph tracer with
+runs them with :class:`EagerEmitter` (now, in the arrays' own module: NumPy,
+or CuPy on the GPU), the joint-graph tracer with
 :class:`GraphEmitter` (graph nodes to compile later) — the Autodidax idea of
 one interpreter protocol for every transformation.
 """
@@ -13,6 +14,7 @@ import numpy as np
 
 from .. import ir
 from ..ir.ops import TensorMeta, get_op
+from ..ir.ops.registry import as_array, is_array_value
 
 
 def canonical_args(op_name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -21,10 +23,11 @@ def canonical_args(op_name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
     bound = op.bind(args, kwargs)
     if op.canonicalize is None:
         return bound
-    metas = {k: (TensorMeta(np.shape(v), np.asarray(v).dtype) if isinstance(v, np.ndarray) else v)
+    # Arrays (NumPy's or a device module's) are described by their metas; the rest canonicalized.
+    metas = {k: (TensorMeta(tuple(v.shape), np.dtype(v.dtype)) if is_array_value(v) else v)
              for k, v in bound.items()}
     canonical = op.canonicalize(metas)
-    return {k: (bound[k] if isinstance(bound[k], np.ndarray) else canonical[k]) for k in bound}
+    return {k: (bound[k] if is_array_value(bound[k]) else canonical[k]) for k in bound}
 
 
 class Emitter:
@@ -60,7 +63,7 @@ class EagerEmitter(Emitter):
     def call(self, op_name: str, *args: Any, **kwargs: Any) -> Any:
         op = get_op(op_name)
         bound = canonical_args(op_name, args, kwargs)
-        return np.asarray(op.impl(*bound.values()))
+        return as_array(op.impl(*bound.values()))
 
 
 class GraphEmitter(Emitter):

@@ -4,7 +4,8 @@
 pytrees of them (tuples, lists, dicts) — in tensors that require gradients,
 calls ``f``, runs ``backward()`` from its scalar result and returns the
 gradients in the same structure as the arguments (zeros for an argument the
-result does not depend on, or only through integer or boolean values).
+result does not depend on, or only through integer or boolean values), each
+an array of its argument's module (CuPy arrays give CuPy gradients).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.ops.registry import as_array
 from .tensor import Tensor
 
 
@@ -26,7 +28,7 @@ def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
 
 
 def _as_leaf(x: Any) -> Tensor:
-    array = np.asarray(x)
+    array = as_array(x)  # a CuPy array stays one
     if array.dtype.kind != "f":
         raise TypeError(f"gradients need floating-point inputs, got {array.dtype}")
     return Tensor(array, requires_grad=True)

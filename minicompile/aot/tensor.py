@@ -1,14 +1,19 @@
-"""``mc.Tensor``: a NumPy array that records a tape, and ``backward()`` that replays it.
+"""``mc.Tensor``: an array that records a tape, and ``backward()`` that replays it.
 
-A Tensor wraps an ndarray.  NumPy functions and operators reach it through
-NumPy's own dispatch protocols (``__array_ufunc__`` for ``np.exp(t)``,
-``t + 1``, ``t @ w``; ``__array_function__`` for ``np.sum(t)``,
-``np.where(...)``), and its methods mirror ndarray's (``t.sum(axis=1)``,
-``t.reshape(...)``, ``t.T``).  Each operation runs the op's NumPy reference
-implementation now and, when an input requires a gradient, records a tape
-node: the op, its canonical arguments and its output.  ``backward()`` walks
-the tape in reverse topological order and applies the derivative rules of
-:mod:`minicompile.aot.derivatives` — the same rules the joint graph uses.
+A Tensor wraps an array: a NumPy array, or an array of another module that
+speaks NumPy's protocols, such as a CuPy array on the GPU, which stays in its
+module (values and gradients are computed there, never copied to the host;
+:func:`~minicompile.ir.ops.registry.array_module` tells which).  NumPy
+functions and operators reach it through NumPy's own dispatch protocols
+(``__array_ufunc__`` for ``np.exp(t)``, ``t + 1``, ``t @ w``;
+``__array_function__`` for ``np.sum(t)``, ``np.where(...)``), and its methods
+mirror ndarray's (``t.sum(axis=1)``, ``t.reshape(...)``, ``t.T``).  Each
+operation runs the op's NumPy reference implementation now (which NumPy
+hands to CuPy for a CuPy array) and, when an input requires a gradient,
+records a tape node: the op, its canonical arguments and its output.
+``backward()`` walks the tape in reverse topological order and applies the
+derivative rules of :mod:`minicompile.aot.derivatives` — the same rules the
+joint graph uses.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..ir import OPS
+from ..ir.ops.registry import as_array
 from .derivatives import DERIVATIVES, NonDifferentiable
 from .emit import EagerEmitter, canonical_args
 
@@ -51,7 +57,7 @@ class TapeNode:
     op: str
     args: dict[str, Any]             # canonical arguments; arrays for tensors
     tensors: dict[str, "Tensor"]     # the arguments that were tensors, by parameter
-    out: np.ndarray | None
+    out: Any  # the output array, None once freed
     freed: bool = False
     # A compiled region supplies its own backward: grad of the output -> grads by key.
     backward: Any = None
@@ -61,11 +67,11 @@ class Tensor:
     __array_priority__ = 1000  # so ndarray + Tensor defers to Tensor
 
     def __init__(self, data: Any, requires_grad: bool = False, _node: TapeNode | None = None):
-        self.data = np.asarray(data.data if isinstance(data, Tensor) else data)
+        self.data = as_array(data.data if isinstance(data, Tensor) else data)
         if requires_grad and self.data.dtype.kind != "f":
             raise TypeError(f"only floating-point tensors can require gradients, not {self.data.dtype}")
         self.requires_grad = requires_grad
-        self.grad: np.ndarray | None = None
+        self.grad: Any = None  # an array of the data's module
         self._node = _node
 
     # -- ndarray-like surface ------------------------------------------------------------
@@ -77,8 +83,8 @@ class Tensor:
     size = property(lambda self: self.data.size)
     T = property(lambda self: apply("transpose", (self,), {}))
 
-    def numpy(self) -> np.ndarray:
-        return self.data
+    def numpy(self) -> Any:
+        return self.data  # a CuPy tensor's CuPy array: no copy to the host behind the user's back
 
     def item(self) -> Any:
         return self.data.item()
@@ -179,7 +185,7 @@ class Tensor:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs; "
                                    "pass backward(grad) for a non-scalar tensor")
             grad = np.ones_like(self.data)
-        backward_pass([(self, np.asarray(grad, dtype=self.dtype))])
+        backward_pass([(self, as_array(grad, self.dtype, like=self.data))])
 
 
 def _unwrap(value: Any) -> Any:
@@ -193,7 +199,7 @@ def _unwrap(value: Any) -> Any:
 def apply(op: str, args: tuple, kwargs: dict) -> Any:
     """Run ``op`` on tensors eagerly and record it on the tape when it needs a gradient."""
     canonical = canonical_args(op, _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()})
-    raw = np.asarray(OPS[op].impl(*canonical.values()))
+    raw = as_array(OPS[op].impl(*canonical.values()))
     bound = OPS[op].bind(args, kwargs)
     # Tensors by parameter; a parameter holding several arrays contributes (name, i) keys.
     tensors: dict[Any, Tensor] = {}
@@ -233,8 +239,8 @@ def _topological(roots: list[Tensor]) -> list[Tensor]:
     return order[::-1]  # outputs first
 
 
-def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
-    grads: dict[int, np.ndarray] = {}
+def backward_pass(seeds: list[tuple[Tensor, Any]]) -> None:
+    grads: dict[int, Any] = {}
     for t, g in seeds:
         grads[id(t)] = grads.get(id(t), 0) + g
     for t in _topological([t for t, _ in seeds]):
@@ -267,6 +273,6 @@ def backward_pass(seeds: list[tuple[Tensor, np.ndarray]]) -> None:
             else:
                 gi = input_grads.get(param)
             if gi is not None and parent.requires_grad:  # not into an integer result
-                gi = np.asarray(gi, dtype=parent.dtype)
+                gi = as_array(gi, parent.dtype, like=parent.data)
                 grads[id(parent)] = grads[id(parent)] + gi if id(parent) in grads else gi
         node.freed, node.out, node.args = True, None, {}

@@ -144,6 +144,11 @@ class OutputGraph:
                 self.guards.add(source, f"{source.expr}.requires_grad == {value.requires_grad}",
                                 f"{source.expr}.requires_grad", lineno)
                 self.guards.add(source, f"___grad_enabled() == {grad_enabled()}", "___grad_enabled()", lineno)
+                # Its data's array module picks the code (NumPy's or CuPy's arrays): guarded as
+                # an array's own type is, so a CuPy tensor never runs code compiled for NumPy.
+                data_type = "___ndarray" if type(value.data) is np.ndarray else self.guards.constant(type(value.data))
+                self.guards.add(source, f"type({source.expr}.data) is {data_type}", f"type({source.expr}.data)",
+                                lineno)
             if value.dtype not in dtypes.SUPPORTED:
                 raise Unsupported(f"{source} has dtype {value.dtype}, which is not supported")
             node = self.graph.placeholder(placeholder_name(source), ir.TensorMeta(shape, value.dtype))

@@ -5,7 +5,9 @@ at toy size, with deterministic random weights.
 ``forward`` runs inference on token ids; ``loss`` is the next-token
 cross-entropy used to train a tiny model on synthetic token data, and
 ``train`` runs plain SGD on it — eagerly on the tape or with the loss compiled
-— returning the loss curve so the two can be compared step by step.
+— returning the loss curve so the two can be compared step by step.  The model
+is written once, in NumPy: with CuPy arrays (``train(xp=cupy)``) the same code
+trains on the GPU, its parameters and gradients never leaving it.
 """
 from __future__ import annotations
 
@@ -142,14 +144,25 @@ def sgd_step(loss_fn: Callable, params: dict, data: tuple, lr: float) -> tuple[d
     return update(params, tensors), float(value.data)
 
 
+def to_module(tree: Any, xp: Any) -> Any:
+    """Every array of a nested dict or tuple as an array of ``xp`` (``cupy.asarray``
+    copies it to the GPU once; ``np.asarray`` leaves a NumPy array as it is)."""
+    if isinstance(tree, dict):
+        return {k: to_module(v, xp) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(to_module(v, xp) for v in tree)
+    return xp.asarray(tree) if isinstance(tree, np.ndarray) else tree
+
+
 def train(cfg: Config = Config(), steps: int = 50, lr: float = 0.02, batch: int = 4,
-          compiled: bool = False, backend: str = "auto", dtype=np.float32) -> list[float]:
-    """SGD on synthetic counting sequences; the loss before each step."""
-    params = init_params(cfg, dtype=dtype)
+          compiled: bool = False, backend: str = "auto", dtype=np.float32, xp: Any = np) -> list[float]:
+    """SGD on synthetic counting sequences; the loss before each step.  ``xp``:
+    the array module the model trains in (NumPy, or CuPy on the GPU)."""
+    params = to_module(init_params(cfg, dtype=dtype), xp)
     cos, sin = rotary_tables(cfg, dtype=dtype)
     tokens, targets = synthetic_tokens(cfg, batch)
     targets = targets.astype(dtype)
-    data = (tokens, targets, cos, sin, causal_mask(cfg), cfg.heads, cfg.layers)
+    data = to_module((tokens, targets, cos, sin, causal_mask(cfg), cfg.heads, cfg.layers), xp)
     loss_fn = mc.compile(loss, backend=backend) if compiled else loss
     curve = []
     for _ in range(steps):

@@ -4,11 +4,12 @@ The model and the optimizer are ordinary NumPy functions.  Training either runs
 them eagerly on the tape (``mc.value_and_grad``) or compiles the loss with
 ``mc.compile`` so that the forward and the backward are each one compiled graph;
 ``train`` returns the loss curve so the two can be compared step by step.
+With CuPy arrays (``train(xp=cupy)``) the same code trains on the GPU.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -64,12 +65,15 @@ def adam(param, grad, m, v, correction1, correction2, lr=1e-2, eps=1e-8):
     return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
 
 
-def train(steps: int = 50, compiled: bool = False, backend: str = "auto", dtype=np.float64) -> list[float]:
+def train(steps: int = 50, compiled: bool = False, backend: str = "auto", dtype=np.float64,
+          xp: Any = np) -> list[float]:
     """Adam on the synthetic data; the loss before each step.  ``dtype`` is
     that of the weights, the data and Adam's moments (NumPy keeps it: Python
-    float constants do not promote float32 arrays, NEP 50)."""
-    params = init_params(dtype=dtype)
-    x, y = synthetic_data(dtype=dtype)
+    float constants do not promote float32 arrays, NEP 50).  ``xp``: the array
+    module it trains in (NumPy, or CuPy on the GPU: ``xp.asarray`` copies the
+    initial weights and the data there once)."""
+    params = [xp.asarray(p) for p in init_params(dtype=dtype)]
+    x, y = (xp.asarray(a) for a in synthetic_data(dtype=dtype))
     moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
     loss = mc.compile(loss_fn, backend=backend) if compiled else loss_fn
     update: Callable = mc.compile(adam, backend=backend) if compiled else adam
@@ -79,7 +83,7 @@ def train(steps: int = 50, compiled: bool = False, backend: str = "auto", dtype=
         value = loss(*tensors, x, y)
         value.backward()
         curve.append(float(value.data))
-        c1, c2 = np.asarray(1.0 - BETA1 ** step, dtype), np.asarray(1.0 - BETA2 ** step, dtype)
+        c1, c2 = xp.asarray(1.0 - BETA1 ** step, dtype), xp.asarray(1.0 - BETA2 ** step, dtype)
         new = [update(p, t.grad, m, v, c1, c2) for p, t, (m, v) in zip(params, tensors, moments)]
         params = [n[0] for n in new]
         moments = [(n[1], n[2]) for n in new]

@@ -22,11 +22,11 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import indexing as ix
-from .registry import TensorMeta, array_module, normalize_axis, simple_op
+from .registry import TensorMeta, array_module, key_in, normalize_axis, simple_op
 
 
 def _getitem(a, key):
-    return a[key]
+    return a[key_in(array_module(a), key)]
 
 
 def _key_canon(args: dict[str, Any]) -> dict[str, Any]:
@@ -40,22 +40,14 @@ def _getitem_meta(a: TensorMeta, key: tuple) -> TensorMeta:
 # x[0, 1] is a NumPy scalar, x[0, 1, ...] a 0-d view: ``scalar_result`` holds
 # the common answer for readers of the flag, ``scalar_rule`` the exact one.
 simple_op("getitem", _getitem, "index", canonicalize=_key_canon, meta=_getitem_meta, scalar_result=True,
-          scalar_rule=lambda args: ix.gives_scalar(args["key"], args["a"].shape))
+          scalar_rule=lambda args: ix.gives_scalar(args["key"], args["a"].shape), array_api=True)
 
 
 def _setitem(a, key, value):
     xp = array_module(a)
     out = xp.array(a, copy=True)
-    out[_key_in(xp, key)] = value
+    out[key_in(xp, key)] = value
     return out
-
-
-def _key_in(xp: Any, key: tuple) -> tuple:
-    """A canonical key for an array of module ``xp``: its constant index arrays
-    (nested tuples) as arrays of that module."""
-    if xp is np:
-        return key
-    return tuple(xp.asarray(k) if isinstance(k, tuple) else k for k in key)
 
 
 def _setitem_meta(a: TensorMeta, key: tuple, value: Any) -> TensorMeta:

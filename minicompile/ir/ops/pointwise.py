@@ -26,7 +26,9 @@ from .registry import (
     OpDef,
     TensorMeta,
     array_module,
+    as_array,
     broadcast_shapes,
+    key_in,
     register,
     simple_op,
     with_signature,
@@ -128,7 +130,7 @@ register(OpDef("where", "pointwise", _where, _where_meta))
 
 
 def _astype(x: Any, dtype: Any) -> Any:
-    return np.asarray(x).astype(dtype)
+    return as_array(x).astype(dtype)  # a Python or NumPy scalar as a 0-d array; a CuPy array stays one
 
 
 def _astype_meta(x: TensorMeta, dtype: np.dtype) -> TensorMeta:
@@ -210,17 +212,21 @@ def _ufunc_at(ufunc: np.ufunc) -> OpDef:
     """``np.add.at(a, indices, b)`` as a function: a copy of ``a`` with the update applied."""
 
     def impl(a, indices, b=None):
-        out = np.array(a, copy=True)
+        # In a's array module: NumPy's, or CuPy's, whose ufuncs have .at too.  The
+        # module's own ufunc is called, as NumPy's dispatch to CuPy refuses a
+        # tuple of index arrays as an input.
+        xp = array_module(a)
+        out, indices, xp_ufunc = xp.array(a, copy=True), key_in(xp, indices), getattr(xp, ufunc.__name__)
         if ufunc.nin == 1:
-            ufunc.at(out, indices)
+            xp_ufunc.at(out, indices)
         elif not _rows_at(ufunc, out, indices, b):
-            ufunc.at(out, indices, b)
+            xp_ufunc.at(out, indices, b)
         return out
 
     impl.__name__ = f"{ufunc.__name__}_at"
     # Meta from ghosts: their indices are all zero, in bounds unless the axis is
     # empty, where NumPy raises IndexError for any index as well.
-    return simple_op(impl.__name__, impl, "index")
+    return simple_op(impl.__name__, impl, "index", array_api=True)
 
 
 AT_UFUNCS = (np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.negative,

@@ -307,11 +307,43 @@ def simple_op(name: str, impl: Callable[..., Any], kind: str = "extern", *, scal
 
 
 def array_module(a: Any) -> Any:
-    """NumPy for a NumPy array, else the module of the array's type (CuPy's for a
-    CuPy array, found among the loaded modules: nothing is imported here)."""
+    """The array module of ``a``: the module of its type when that module's
+    ``ndarray`` is its type (CuPy's for a CuPy array, found among the loaded
+    modules: nothing is imported here), else NumPy (NumPy arrays and scalars,
+    Python values, lists)."""
     if isinstance(a, (np.ndarray, np.generic)):
         return np
-    return sys.modules.get(type(a).__module__.split(".")[0], np)
+    xp = sys.modules.get(type(a).__module__.split(".")[0])
+    array_type = getattr(xp, "ndarray", None)
+    return xp if isinstance(array_type, type) and isinstance(a, array_type) else np
+
+
+def is_device_array(a: Any) -> bool:
+    """An array of another array module than NumPy (a CuPy array): NumPy cannot
+    read it without an explicit copy, so it is computed on in its own module."""
+    return array_module(a) is not np
+
+
+def is_array_value(a: Any) -> bool:
+    """An array, of NumPy or of another array module (not a NumPy scalar)."""
+    return isinstance(a, np.ndarray) or is_device_array(a)
+
+
+def as_array(value: Any, dtype: Any = None, like: Any = None) -> Any:
+    """``value`` as an array of ``like``'s array module (of its own, without
+    ``like``): ``np.asarray`` for host values, and for a CuPy array CuPy's
+    ``asarray``, which keeps it on the device (NumPy's would refuse it).  A
+    NumPy scalar becomes a 0-d array; ``dtype`` casts, as ``asarray`` does."""
+    return array_module(value if like is None else like).asarray(value, dtype=dtype)
+
+
+def key_in(xp: Any, key: Any) -> Any:
+    """A canonical index key for an array of module ``xp``: its constant index
+    arrays (nested tuples, which NumPy reads as arrays) as arrays of ``xp``, so
+    another module (CuPy) gets the index arrays it expects."""
+    if xp is np or not isinstance(key, tuple):
+        return key
+    return tuple(xp.asarray(k) if isinstance(k, tuple) else k for k in key)
 
 
 def node_free(value: Any, what: str) -> Any:
