@@ -202,6 +202,57 @@ print(cg.schedule)
 assert "fallback" in cg.schedule and len(cg.kernels) == 1
 
 # %% [markdown]
+# ## Gathers: an index read from memory
+#
+# `table[tokens]` (an embedding lookup), `np.take` and `np.take_along_axis` read
+# the array at positions that are themselves read from memory.  In the loop IR
+# such a position is an `Indirect` atom of the index expression; the Triton
+# kernel loads the index, counts a negative one from the end and reads the table
+# there, in the same kernel as what consumes the values (Inductor's indirect
+# indexing).  An index out of range is NumPy's IndexError here, in the
+# interpreter (`tl.device_assert`); compiled for the GPU the check is off and
+# the index wraps around, which is what CuPy's own gathers do.
+
+# %%
+table = rng.standard_normal((1000, 16), dtype=np.float32)
+tokens = np.array([[5, 999, -1], [0, 5, 42]])
+pos = rng.standard_normal((3, 16), dtype=np.float32)
+lookup = mc.compile(lambda table, tokens, pos: table[tokens] + pos, backend="triton")
+assert np.array_equal(lookup(table, tokens, pos), table[tokens] + pos)
+cg = compiled_graph(lookup)
+print("@triton.jit\ndef triton_" + cg.kernel_source.split("@triton.jit\ndef triton_")[-1])
+assert len(cg.kernels) == 1 and "extern" not in cg.schedule
+
+# %% [markdown]
+# ## A repeated layer is one kernel
+#
+# A model applies the same layer again and again, and each application
+# generates the same kernel on other buffers.  Such a kernel is written once:
+# the module says which kernel it repeats, and it is compiled, tuned and
+# launched as that one (its code is compared with names replaced by
+# positions).  On the GPU, before the first call, every kernel and
+# configuration autotuning will try is compiled on a pool of worker processes,
+# as Inductor's compile workers do.
+
+# %%
+def layer(x, w):
+    return np.tanh(x @ w) + x
+
+
+def three_layers(x, w1, w2, w3):
+    return layer(layer(layer(x, w1), w2), w3)
+
+
+ws = [rng.standard_normal((32, 32), dtype=np.float32) / 6 for _ in range(3)]
+xs = rng.standard_normal((8, 32), dtype=np.float32)
+deep = mc.compile(three_layers, backend="triton")
+np.testing.assert_allclose(deep(xs, *ws), three_layers(xs, *ws), rtol=1e-5, atol=1e-6)
+kernels = list(compiled_graph(deep).module.kernels.values())
+for k in kernels:
+    print(k.name, "->", k.same_as or "written")
+assert [k.same_as is None for k in kernels] == [True, False, False]
+
+# %% [markdown]
 # ## On a GPU
 #
 # With CuPy arrays the same function runs on the device; `backend="auto"` picks

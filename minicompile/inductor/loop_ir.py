@@ -84,7 +84,25 @@ class Scaled:
         return f"{self.atom}*({self.factor})"
 
 
-Atom = Union[Var, FloorDiv, Mod, Scaled]
+@dataclass(frozen=True)
+class Indirect:
+    """An index read from memory (a gather): ``value`` (an integer loop-IR
+    value, a ``Load`` of an index array) as a position along an axis of
+    ``size`` elements.  ``mode`` is what an index outside ``[-size, size)``
+    means: ``"raise"`` (NumPy's ``x[idx]`` and ``np.take``: an IndexError;
+    code generators that cannot raise wrap it, as CuPy does), ``"wrap"``
+    (modulo ``size``) or ``"clip"`` (to the nearest end).  A negative index in
+    range counts from the end in every mode but ``"clip"``."""
+
+    value: "Value"
+    size: int | Sym
+    mode: str = "raise"
+
+    def __str__(self) -> str:
+        return f"[{self.value}]"
+
+
+Atom = Union[Var, FloorDiv, Mod, Scaled, Indirect]
 
 
 def _paren(e: "Expr") -> str:
@@ -174,7 +192,10 @@ class Expr:
         for atom, _ in self.terms:
             while isinstance(atom, Scaled):
                 atom = atom.atom
-            out |= {atom} if isinstance(atom, Var) else atom.base.free_vars()
+            if isinstance(atom, Indirect):
+                out |= {v for ld in loads(atom.value) for i in ld.index for v in i.free_vars()}
+            else:
+                out |= {atom} if isinstance(atom, Var) else atom.base.free_vars()
         return out
 
     def bounds(self) -> tuple[int, int]:
@@ -194,6 +215,8 @@ class Expr:
                 new = mapping.get(atom, Expr({atom: 1}))
             elif isinstance(atom, Scaled):
                 new = Expr({atom.atom: 1}).subs(mapping) * atom.factor
+            elif isinstance(atom, Indirect):
+                new = Expr({Indirect(substitute(atom.value, mapping), atom.size, atom.mode): 1})
             elif isinstance(atom, FloorDiv):
                 new = floordiv(atom.base.subs(mapping), atom.divisor)
             else:
@@ -228,6 +251,8 @@ class Expr:
 def _atom_bounds(atom: Atom) -> tuple[int, int]:
     if isinstance(atom, Var):
         return 0, max(atom.size - 1, 0)
+    if isinstance(atom, Indirect):  # normalized into its axis before use
+        return 0, atom.size - 1
     if isinstance(atom, Scaled):  # factor is a size: positive
         lo, hi = _atom_bounds(atom.atom)
         return lo * atom.factor, hi * atom.factor
@@ -540,7 +565,11 @@ def constant(value: Any, dtype: np.dtype) -> Constant:
 
 
 def walk(value: Value) -> Iterator[Value]:
-    """Every sub-value, parents first (shared sub-values repeat)."""
+    """Every sub-value, parents first (shared sub-values repeat), the values
+    a gather's index is read from included (they come before the Load)."""
+    if isinstance(value, Load):
+        for atom in indirect_atoms(value):
+            yield from walk(atom.value)
     yield value
     if isinstance(value, Op):
         for a in value.args:
@@ -549,13 +578,61 @@ def walk(value: Value) -> Iterator[Value]:
         yield from walk(value.value)
 
 
+def indirect_atoms(load: Load) -> list[Indirect]:
+    """The gathered positions in a Load's index (outermost only: an index array
+    read through another index array is inside one of them)."""
+    found: list[Indirect] = []
+
+    def visit(e: Expr) -> None:
+        for atom, _ in e.terms:
+            while isinstance(atom, Scaled):
+                atom = atom.atom
+            if isinstance(atom, Indirect):
+                found.append(atom)
+            elif not isinstance(atom, Var):
+                visit(atom.base)
+
+    for i in load.index:
+        visit(i)
+    return list(dict.fromkeys(found))
+
+
+def map_indirect(e: Expr, fn: Callable[[Indirect], Indirect]) -> Expr:
+    """``e`` with each gathered position replaced by ``fn(atom)``."""
+    if not any(isinstance(a, (Indirect, FloorDiv, Mod, Scaled)) for a, _ in e.terms):
+        return e
+    out = Expr(None, e.const)
+    for atom, c in e.terms:
+        if isinstance(atom, Indirect):
+            new = Expr({fn(atom): 1})
+        elif isinstance(atom, Scaled):
+            new = map_indirect(Expr({atom.atom: 1}), fn) * atom.factor
+        elif isinstance(atom, FloorDiv):
+            new = floordiv(map_indirect(atom.base, fn), atom.divisor)
+        elif isinstance(atom, Mod):
+            new = mod(map_indirect(atom.base, fn), atom.divisor)
+        else:
+            new = Expr({atom: 1})
+        out = out + new * c
+    return out
+
+
+def map_index_loads(load: Load, fn: Callable[[Value], Value]) -> Load:
+    """``load`` with each gathered position's value rewritten by ``fn``."""
+    if not indirect_atoms(load):
+        return load
+    index = tuple(map_indirect(i, lambda a: Indirect(fn(a.value), a.size, a.mode)) for i in load.index)
+    return Load(load.buffer, index, load.dtype)
+
+
 def map_loads(value: Value, fn: Callable[[Load], Value], memo: dict | None = None) -> Value:
-    """Rebuild ``value`` with every ``Load`` replaced by ``fn(load)``."""
+    """Rebuild ``value`` with every ``Load`` replaced by ``fn(load)`` (in a
+    gather, the Loads of its index values too)."""
     memo = {} if memo is None else memo
     if value in memo:
         return memo[value]
     if isinstance(value, Load):
-        out = fn(value)
+        out = fn(map_index_loads(value, lambda v: map_loads(v, fn, memo)))
     elif isinstance(value, Op):
         out = Op(value.name, tuple(map_loads(a, fn, memo) for a in value.args), value.dtype)
     elif isinstance(value, Cast):
@@ -568,7 +645,13 @@ def map_loads(value: Value, fn: Callable[[Load], Value], memo: dict | None = Non
 
 def substitute(value: Value, mapping: dict[Var, Expr]) -> Value:
     """``value`` with its loop variables replaced (how a producer is inlined)."""
-    return map_loads(value, lambda ld: Load(ld.buffer, tuple(i.subs(mapping) for i in ld.index), ld.dtype))
+    if isinstance(value, Load):  # Expr.subs reaches into a gather's index values itself
+        return Load(value.buffer, tuple(i.subs(mapping) for i in value.index), value.dtype)
+    if isinstance(value, Op):
+        return Op(value.name, tuple(substitute(a, mapping) for a in value.args), value.dtype)
+    if isinstance(value, Cast):
+        return cast(substitute(value.value, mapping), value.dtype)
+    return value
 
 
 def loads(value: Value) -> list[Load]:

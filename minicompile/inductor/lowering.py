@@ -304,7 +304,7 @@ def map_loads_guarded(value: L.Value, fn, memo: dict | None = None) -> L.Value:
     if value in memo:
         return memo[value]
     if isinstance(value, L.Load):
-        out = fn(value)
+        out = fn(L.map_index_loads(value, lambda v: map_loads_guarded(v, fn, memo)))
     elif isinstance(value, L.Op):
         keep = 1 if value.name in MASKED_OPS else 0
         args = value.args[:keep] + tuple(map_loads_guarded(a, fn, memo) for a in value.args[keep:])
@@ -323,6 +323,8 @@ def data_loads(value: L.Value) -> list[L.Load]:
 
     def visit(v: L.Value) -> None:
         if isinstance(v, L.Load):
+            for atom in L.indirect_atoms(v):  # a gather reads its index array first
+                visit(atom.value)
             seen.setdefault(v)
         elif isinstance(v, L.Op):
             for a in v.args[1:] if v.name in MASKED_OPS else v.args:
@@ -369,9 +371,11 @@ def lower_sliding_window_view(node: ir.Node) -> L.Pointwise:
 
 def lower_getitem(node: ir.Node) -> L.Pointwise:
     """Basic indexing: a slice is ``start + step*i``, an integer a constant (axis dropped),
-    an Ellipsis the whole axes it stands for."""
+    an Ellipsis the whole axes it stands for.  A key with index arrays is a gather."""
     a, key = node.arg("a"), node.arg("key")
     key = ix.expand_ellipsis(key if isinstance(key, tuple) else (key,), len(a.shape))  # ``x[..., :h]``
+    if ix.is_advanced(key):
+        return lower_gather(node, a, key)
     if not all(isinstance(k, slice) or (isinstance(k, int) and not isinstance(k, bool)) for k in key):
         raise Unsupported("only integers and slices index as a view")
     if len(key) > len(a.shape) or all(isinstance(k, int) for k in key) and len(key) == len(a.shape):
@@ -403,9 +407,107 @@ def _plain(part) -> int:
     return part
 
 
+# ---- Gathers: positions read from index arrays ----
+#
+# In:  ``getitem`` with integer index arrays in its key (``table[tokens]``,
+#      ``x[:, idx]``, ``x[rows, cols]``), ``take`` and ``take_along_axis``, the
+#      index arrays being graph values.
+# Out: a :class:`~.loop_ir.Pointwise` whose Load reads the array at an
+#      :class:`~.loop_ir.Indirect` position: the value of the index array at
+#      the output element's place in the broadcast index shape.
+#
+# NumPy's placement rule (ir/indexing.py): the index arrays broadcast to one
+# shape B, which replaces them in the output where they stand together, and
+# goes first where other entries separate them.  Only code generators that
+# can read an index from memory generate these (the scheduler's
+# ``cannot_generate``); the others call NumPy.
+
+
+def _index_read(idx: ir.Node, b_index: tuple[L.Expr, ...]) -> L.Load:
+    """``idx`` at a position of the broadcast shape (right-aligned; size-1 axes at 0)."""
+    own = b_index[len(b_index) - len(idx.shape):] if idx.shape else ()
+    if not all(isinstance(n, int) for n in idx.shape) or idx.dtype.kind not in "iu":
+        raise Unsupported("an index array of symbolic size or not of integers")
+    return L.Load(idx.name, tuple(L.Expr() if n == 1 else i for i, n in zip(own, idx.shape)), idx.dtype)
+
+
+def _position(value: L.Value, size: Any, mode: str = "raise") -> L.Expr:
+    if not isinstance(size, int):
+        raise Unsupported("a gather along an axis of symbolic size")
+    return L.Expr({L.Indirect(value, size, mode): 1})
+
+
+def lower_gather(node: ir.Node, a: ir.Node, key: tuple) -> L.Pointwise:
+    """``a[key]`` for a key with integer index arrays (graph values) besides slices,
+    integers and ``None``."""
+    arrays = [e for e in key if isinstance(e, ir.Node)]
+    if any(not (e is None or isinstance(e, (slice, ir.Node)) or type(e) is int) for e in key) or not arrays:
+        raise Unsupported("a gather by constant or boolean index arrays")
+    b_shape = tuple(np.broadcast_shapes(*[e.shape for e in arrays]))
+    advanced = [i for i, e in enumerate(key) if isinstance(e, ir.Node) or type(e) is int]
+    adjacent = advanced[-1] - advanced[0] == len(advanced) - 1
+    index = L.loop_index("x", node.shape)
+    pos = 0 if adjacent else len(b_shape)
+    b_index = index[:len(b_shape)]
+    src: list[L.Expr] = []
+    for i, e in enumerate(key):
+        if e is None:
+            pos += 1
+            continue
+        n = a.shape[len(src)]
+        if isinstance(e, slice):
+            if not isinstance(n, int):
+                raise Unsupported("a slice of an axis of symbolic size beside a gather")
+            start, _, step = e.indices(n)
+            src.append(L.Expr() if n == 1 else index[pos] * step + start)
+            pos += 1
+            continue
+        if adjacent and i == advanced[0]:
+            b_index, pos = index[pos:pos + len(b_shape)], pos + len(b_shape)
+        src.append(_position(_index_read(e, b_index), n) if isinstance(e, ir.Node) else L.Expr(None, e % n))
+    for n in a.shape[len(src):]:
+        src.append(L.Expr() if n == 1 else index[pos])
+        pos += 1
+    return L.Pointwise(node.name, node.shape, L.Load(a.name, tuple(src), a.dtype))
+
+
+def lower_take(node: ir.Node) -> L.Pointwise:
+    """``np.take(a, idx, axis, mode)``: along ``axis``, or into ``a`` flattened."""
+    a, idx, axis, mode = node.arg("a"), node.arg("indices"), node.arg("axis"), node.arg("mode")
+    if not isinstance(idx, ir.Node) or mode not in ("raise", "wrap", "clip"):
+        raise Unsupported("np.take of constant indices")
+    index = L.loop_index("x", node.shape)
+    if axis is None:  # a position in a's C-order flattening, unravelled
+        if not all(isinstance(n, int) for n in a.shape):
+            raise Unsupported("np.take from an array of symbolic size")
+        flat = _position(_index_read(idx, index), math.prod(a.shape), mode)
+        src = tuple(L.mod(L.floordiv(flat, stride), n) if n != 1 else L.Expr()
+                    for stride, n in zip(L.contiguous_strides(a.shape), a.shape))
+    else:
+        k = len(idx.shape)
+        gathered = _position(_index_read(idx, index[axis:axis + k]), a.shape[axis], mode)
+        src = index[:axis] + (gathered,) + index[axis + k:]
+        src = tuple(L.Expr() if n == 1 and d != axis else i for d, (i, n) in enumerate(zip(src, a.shape)))
+    return L.Pointwise(node.name, node.shape, L.Load(a.name, src, a.dtype))
+
+
+def lower_take_along_axis(node: ir.Node) -> L.Pointwise:
+    """``out[..., j, ...] = arr[..., idx[..., j, ...], ...]``, the other axes broadcast."""
+    arr, idx, axis = node.arg("arr"), node.arg("indices"), node.arg("axis")
+    if not isinstance(idx, ir.Node) or axis is None or len(idx.shape) != len(arr.shape):
+        raise Unsupported("np.take_along_axis of constant indices or over the flattened array")
+    axis %= len(arr.shape)
+    index = L.loop_index("x", node.shape)
+    src = list(broadcast_index(arr.shape, node.shape, index))
+    src[axis] = _position(_index_read(idx, index), arr.shape[axis])
+    return L.Pointwise(node.name, node.shape, L.Load(arr.name, tuple(src), arr.dtype))
+
+
 WINDOW_LOWERINGS = {
     "pad": lower_pad,
     "sliding_window_view": lower_sliding_window_view,
     "getitem": lower_getitem,
+    "take": lower_take,
+    "take_along_axis": lower_take_along_axis,
 }
 LOWERINGS.update(WINDOW_LOWERINGS)

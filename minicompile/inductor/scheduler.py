@@ -259,6 +259,14 @@ def _kernel_name(index: int, origins: list[str], op_of: dict[str, str]) -> str:
     return name
 
 
+def no_gathers(node: L.Pointwise | L.Reduction) -> str | None:
+    """What a backend that writes no gathers says (the default): a node that reads
+    an index from memory (``table[tokens]``, ``np.take``) calls NumPy instead."""
+    if any(L.indirect_atoms(ld) for ld in L.loads(node.body)):
+        return "a gather (an index read from memory)"
+    return None
+
+
 def _lower_for(node: ir.Node, cannot_generate: CannotGenerate | None) -> L.Node:
     """``node`` in loop IR, an Extern when the backend cannot generate it as a kernel."""
     low = lower(node)
@@ -275,7 +283,8 @@ class _Scheduler:
         self.graph = graph
         self.row_fusion = row_fusion
         self.order = {n.name: i for i, n in enumerate(graph.nodes)}
-        self.lowered: dict[str, L.Node] = {n.name: _lower_for(n, cannot_generate) for n in graph.calls}
+        self.lowered: dict[str, L.Node] = {n.name: _lower_for(n, cannot_generate or no_gathers)
+                                           for n in graph.calls}
         self.users = graph.users()
         self.by_name = {n.name: n for n in graph.nodes}
         self.buffers: dict[str, Buffer] = {}
@@ -528,5 +537,6 @@ def schedule(graph: ir.Graph, example_inputs: list, row_fusion: bool = True,
     generate it, else why not, and the node becomes an Extern (its NumPy
     reference) whose reason reads ``fallback: <why>``.  It is asked before any
     decision, so inlining and fusion treat that node like any other Extern.
-    Without it, everything that lowers to loops is generated."""
+    Without it, everything that lowers to loops is generated but gathers
+    (:func:`no_gathers`): a backend that writes them says so by passing its own."""
     return _Scheduler(graph, example_inputs, row_fusion, cannot_generate).run()

@@ -37,7 +37,8 @@ from ...compiled import CompiledGraph
 from ...decompositions import before_lowering
 from ...scheduler import Kernel, Schedule
 from . import kernel as tg, runtime, versions, workers
-from .kernel import (PRELUDE, TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
+from .ops import PRELUDE, unsupported_node
+from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel
@@ -78,7 +79,7 @@ def _stand_in(x: Any) -> Any:
 def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Schedule:
     """The scheduler's plan, with every node Triton cannot compute exactly as an Extern
     (one reduction pass per kernel: rows are fused afterwards, by :mod:`.rows`)."""
-    return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=tg.unsupported_node)
+    return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=unsupported_node)
 
 
 def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = False) -> TritonCompiledGraph:
@@ -89,7 +90,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
         raise SymbolicUnsupported("symbolic sizes need sizes_as_args=True")
     on_gpu = any(runtime.is_cupy(x) for x in example_inputs)
     if on_gpu and not all(runtime.is_cupy(x) for x in example_inputs):
-        raise TypeError("backend='triton': inputs mix CuPy (GPU) and NumPy (host) arrays")
+        return _op_by_op(graph, example_inputs)
     graph = before_lowering(graph, keep=OWN_FORMS)
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
@@ -131,6 +132,18 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     compiled.kernel_origins = {module.kernels[id(s)].name: list(s.origins) for s in sched.steps
                                if id(s) in module.kernels}
     return compiled
+
+
+def _op_by_op(graph: ir.Graph, example_inputs: list) -> CompiledGraph:
+    """Inputs that mix CuPy and NumPy arrays: no kernel can take both, so the graph
+    runs op by op as the NumPy code would, each op on the arrays it is given —
+    ops of one kind run, an op mixing the two raises CuPy's own TypeError (and
+    the frame then runs as Python, raising it at the user's line)."""
+    host = [i for i, x in enumerate(example_inputs) if not runtime.is_cupy(x)]
+    reason = (f"inputs {', '.join(graph.placeholders[i].name for i in host)} are NumPy arrays, "
+              f"the others CuPy arrays: the graph runs op by op, uncompiled")
+    logs.log("graph_breaks", lambda: f"backend='triton': {reason}")
+    return CompiledGraph(graph, graph, [], "", "", [], f"(op by op: {reason})", reason)
 
 
 def precompile_jobs(sched: Schedule, module: TritonModule, launchers: dict[str, runtime.Launcher],

@@ -29,6 +29,7 @@ import numpy as np
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
 from . import kernel as tg
+from .ops import triton_type
 from ...scheduler import Buffer, Kernel, Schedule
 from .versions import DOT_IEEE
 
@@ -187,7 +188,7 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     if t.batch is not None:
         w.line(f"x0 = batch + {w.zero_block}")
     product = "product"
-    w.line(f"{product} = acc.to({tg.triton_type(t.dtype)})  # rounded as NumPy rounds its result")
+    w.line(f"{product} = acc.to({triton_type(t.dtype)})  # rounded as NumPy rounds its result")
     identity = L.loop_index("x", t.shape)
     w.forwarded[(t.name, identity)] = product
     shape = "[BLOCK_M, BLOCK_N]"

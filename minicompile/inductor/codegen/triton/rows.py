@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
-from . import kernel as tg
+from . import kernel as tg, ops
 from ...scheduler import Buffer, Kernel, Schedule
 
 
@@ -188,9 +188,9 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
     w.mask = "xmask & rmask"
     for store in kernel.reductions:
         red = store.reduction
-        acc = tg.accumulator_dtype(red)
-        init = tg.init_value(red.reduction_type, acc)
-        src = tg.F32 if store.body.dtype == tg.HALF else store.body.dtype
+        acc = ops.accumulator_dtype(red)
+        init = ops.init_value(red.reduction_type, acc)
+        src = ops.F32 if store.body.dtype == ops.HALF else store.body.dtype
         tile = w.tmp("v")
         w.line(f"{tile} = tl.where(xmask & rmask, {w.cast(w.compute(store.body), src, acc)}, {init})")
         if red.is_arg:
@@ -198,13 +198,13 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
             _keep(w, group, store.buffer, identity, tg.arg_final(w, red, tile, tg.arg_index(w)), "[XBLOCK, 1]")
             w.mask = "xmask & rmask"
             continue
-        final = tg.REDUCTION_FINAL[red.reduction_type].format(v=tile)
+        final = ops.REDUCTION_FINAL[red.reduction_type].format(v=tile)
         if red.reduction_type in ("max", "min") and acc.kind == "f":
             final = f"{final} + _nan_of({tile}, 1)"
         result = w.tmp("red")
         w.line(f"{result} = ({final})[:, None]")
         if red.reduction_type == "mean":
-            divide = "tl.div_rn({0}, {1})" if acc == tg.F32 else "{0} / {1}"
+            divide = "tl.div_rn({0}, {1})" if acc == ops.F32 else "{0} / {1}"
             w.line(f"{result} = " + divide.format(result, repr(float(group.cols))))
         if red.dtype != acc:
             w.line(f"{result} = {w.cast(result, acc, red.dtype)}")

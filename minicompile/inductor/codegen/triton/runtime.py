@@ -37,7 +37,7 @@ import numpy as np
 from .... import config
 from ....ir.symbolic import substitute
 from . import versions
-from .kernel import TritonKernel
+from .kernel import OUT_OF_BOUNDS, TritonKernel
 
 _lock = threading.Lock()
 _modules: dict[tuple[str, bool], ModuleType] = {}
@@ -250,7 +250,13 @@ class Launcher:
             # The interpreter computes masked-off lanes too (0/0 in a tail): no warnings.
             # It also patches triton.language while a kernel runs: one kernel at a time.
             with INTERPRETER_LOCK, np.errstate(all="ignore"):
-                self.fn[(grid,)](*[HostPointer(a) for a in arrays], *sizes, **cfg)
+                try:
+                    self.fn[(grid,)](*[HostPointer(a) for a in arrays], *sizes, **cfg)
+                except Exception as failed:  # a gather's index out of range: NumPy's error
+                    cause = failed.__cause__ or failed  # the interpreter wraps the AssertionError
+                    if not (isinstance(cause, AssertionError) and str(cause).startswith(OUT_OF_BOUNDS)):
+                        raise
+                    raise IndexError(str(cause)) from None
             return
         if versions.launch_hooks_active():  # a profiler listens: Triton's own path
             self.fn[(grid,)](*[DevicePointer(a) for a in arrays], *sizes, **cfg)

@@ -39,6 +39,9 @@ being 1 or a multiple of 16 (:func:`specialization_key`).
 
 Version-independent facts the code relies on: ``TRITON_INTERPRET=1`` is read
 when a kernel is decorated (so each module is loaded with it set or unset);
+``tl.device_assert`` does nothing unless compiled with ``debug`` (off for the
+GPU here) or, in the interpreter, unless its builder's options say ``debug``
+(:func:`patch_interpreter` sets it);
 ``triton.language.extra.libdevice`` is empty in the interpreter (tanh is
 written with ``tl.exp``); ``tl.exp`` and friends reject float16 (kernels
 compute in float32); ``triton.testing.do_bench`` imports torch (the autotuner
@@ -75,11 +78,20 @@ def feature(name: str) -> bool:
 
 
 def patch_interpreter() -> None:
-    """Make an old interpreter's ``tensor.__index__`` work with numpy >= 2.4 (idempotent)."""
+    """Turn the interpreter's ``device_assert`` on (a gather's bounds check raises
+    there, as NumPy does), and make an old interpreter's ``tensor.__index__``
+    work with numpy >= 2.4.  Idempotent."""
+    import dataclasses
+
+    import triton.runtime.interpreter as interpreter
+
+    builder = interpreter.interpreter_builder
+    if not builder.options.debug:  # the interpreter's own switch for device_assert;
+        # its overflow checks would refuse the wraparound NumPy's integers do
+        builder.options = dataclasses.replace(builder.options, debug=True, sanitize_overflow=False)
     numpy_version = tuple(int(p) for p in np.__version__.split(".")[:2])
     if feature("interpreter_numpy_2_4") or numpy_version < (2, 4):
         return
-    import triton.runtime.interpreter as interpreter
 
     original = interpreter._patch_lang_tensor
     if getattr(original, "squeezes_index", False):
