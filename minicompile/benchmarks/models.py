@@ -39,8 +39,8 @@ SIZE = 224
 LATENCY_BATCH, THROUGHPUT_BATCH = 1, 32
 
 
-def _torch_model(params: dict) -> Callable | None:
-    """MobileNetV2 in PyTorch with ``params``' weights, or None without torch."""
+def _torch_model(params: dict, device: str = "cpu") -> Callable | None:
+    """MobileNetV2 in PyTorch with ``params``' weights on ``device``, or None without torch."""
     try:
         import torch
         import torch.nn.functional as F
@@ -48,7 +48,7 @@ def _torch_model(params: dict) -> Callable | None:
         return None
 
     def t(a: np.ndarray) -> "torch.Tensor":
-        return torch.from_numpy(np.ascontiguousarray(a))
+        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
     # NumPy's layouts -> torch's (out, in, kh, kw) conv weights.
     stem_w = t(params["stem_w"].transpose(3, 0, 1, 2)).contiguous(memory_format=torch.channels_last)
@@ -262,10 +262,10 @@ def _torch_decoder(heads: int, layers: int) -> tuple[Callable, Callable] | None:
     return forward, loss
 
 
-def _to_torch(params: dict, requires_grad: bool = False) -> dict:
+def _to_torch(params: dict, requires_grad: bool = False, device: str = "cpu") -> dict:
     import torch
-    return {k: _to_torch(v, requires_grad) if isinstance(v, dict)
-            else torch.tensor(v, requires_grad=requires_grad) for k, v in params.items()}
+    return {k: _to_torch(v, requires_grad, device) if isinstance(v, dict)
+            else torch.tensor(v, requires_grad=requires_grad, device=device) for k, v in params.items()}
 
 
 def _leaves(tree: dict) -> list:
