@@ -112,7 +112,7 @@ def decoder(cp: Any, torch: Any, quick: bool, training: bool = True) -> dict[str
             del engines["cupy"]["training"]
     warm = subprocess.run([sys.executable, "-c", _WARM_PROCESS.format(cfg=vars(cfg), batch=batch)],
                           capture_output=True, text=True)
-    out["second_process_first_call_s"] = (float(warm.stdout.split()[-1]) if warm.returncode == 0
+    out["second_process_first_call_s"] = (round(float(warm.stdout.split()[-1]), 2) if warm.returncode == 0
                                           else warm.stderr.strip().splitlines()[-1:])
     _progress(f"decoder: a second process's first call {out['second_process_first_call_s']} s")
     if torch is not None:
