@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import types
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -73,6 +74,33 @@ def test_kernels_of_the_same_code_share_one_compile_across_graphs():
     (l1,) = f1.cache[0].compiled.launchers.values()
     (l2,) = f2.cache[0].compiled.launchers.values()
     assert l1.kernel.name == l2.kernel.name and l1.shared is l2.shared and l1.fn is l2.fn
+
+
+def negate_around_a_sum(a, c, b):
+    return -a, c.sum(), -b  # the sum between keeps the two negations in kernels of their own
+
+
+def test_the_same_code_on_other_dtypes_is_another_kernel():
+    """Triton types a kernel by its pointers: ``-a`` on int64 and on float32 is the
+    same text but two binaries (launching the int64 binary on float32 data would
+    be a wrong answer on the GPU; the interpreter specializes every call itself)."""
+    ints, floats, ones = np.arange(5, dtype=np.int64), np.linspace(-1, 1, 5, dtype=np.float32), np.ones(3)
+    fn = mc.compile(negate_around_a_sum, backend="triton")
+    for got, expected in zip(fn(ints, ones, floats), negate_around_a_sum(ints, ones, floats)):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    compiled = fn.cache[0].compiled
+    first, _, last = compiled.module.kernels.values()
+    assert replace(first, dtypes=()).canonical() == replace(last, dtypes=()).canonical()  # but for dtypes
+    assert first.dtypes != last.dtypes and last.same_as is None
+    assert compiled.launchers[last.name].shared is not compiled.launchers[first.name].shared
+    # The same two kernels with the dtypes swapped, in another graph: each shares
+    # the binary of the first graph's kernel of its own dtypes.
+    again = mc.compile(negate_around_a_sum, backend="triton")
+    again(floats, ones, ints)
+    swapped = list(again.cache[0].compiled.launchers.values())
+    assert swapped[0].shared is compiled.launchers[last.name].shared
+    assert swapped[-1].shared is compiled.launchers[first.name].shared
 
 
 def test_canonical_code_ignores_names_but_not_constants():

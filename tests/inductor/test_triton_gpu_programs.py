@@ -8,6 +8,7 @@ scalars, gathers that wrap an index out of range).
 from __future__ import annotations
 
 import importlib.util
+import sys
 import warnings
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from minicompile.examples import decoder_block as D  # noqa: E402
 def _opinfo():
     spec = importlib.util.spec_from_file_location("opinfo", Path(__file__).parents[1] / "ir" / "test_opinfo.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules["opinfo"] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

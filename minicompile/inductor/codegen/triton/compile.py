@@ -200,6 +200,7 @@ def generate(schedule: Schedule) -> TritonModule:
         else:
             continue
         tk.sizes = size_params(schedule.buffers)
+        tk.dtypes = tuple(schedule.buffers[b].dtype.str for b in tk.params)
         first = seen.setdefault(tk.canonical(), tk)
         if first is not tk:
             tk.same_as = first.name

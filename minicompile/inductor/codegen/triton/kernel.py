@@ -146,19 +146,23 @@ class TritonKernel:
     source: str = ""
     writes: list[str] = field(default_factory=list)
     sizes: list[str] = field(default_factory=list)  # size symbols, int parameters after the buffers
+    # The dtypes of the buffer parameters: Triton types a kernel by its pointers, so
+    # the same code on other dtypes is another binary.
+    dtypes: tuple[str, ...] = ()
     # The name of an earlier kernel of the module with the same code (the same layer
     # of a model, again): this one is that kernel, launched on other buffers.
     same_as: str | None = None
 
     def canonical(self) -> str:
         """The kernel's code with its name and parameter names replaced by positions,
-        with its grid and configs: equal for two kernels that compile to the same binary."""
+        with its parameters' dtypes, grid and configs: equal for two kernels that
+        compile to the same binary."""
         header = re.search(r"def \w+\(([^)]*)\)", self.source)
         names = [p.split(":")[0].strip() for p in header.group(1).split(",")] if header else []
         text = re.sub(rf"\b{re.escape(self.name)}\b", "kernel", self.source)
         for i, name in enumerate(n for n in names if n.startswith(("in_", "out_"))):
             text = re.sub(rf"\b{re.escape(name)}\b", f"arg{i}", text)
-        return repr((text, self.grid, self.configs, self.sizes))
+        return repr((text, self.dtypes, self.grid, self.configs, self.sizes))
 
 
 @dataclass
