@@ -135,7 +135,8 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                 if not e.resumable:
                     raise NotResumable(e.reason)
                 output.functional.install_guards()
-                plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
+                plan = plan_graph_break(tracer, output, lambda f: wrap_function(f, is_resume=True),
+                                        wrap_function)
             except (NotResumable, Unsupported) as why:
                 return Capture(None, output.guards, output.input_exprs(), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
