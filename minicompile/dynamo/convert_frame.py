@@ -36,9 +36,9 @@ from .output_graph import OutputGraph, size_input
 from .symbolic_convert import InstructionTranslator
 from .variables.arrays import ArrayVariable
 from .variables.base import ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
-from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
-from .variables.user_objects import UserObjectVariable
+from .variables.user_objects import NewObjectVariable, UserObjectVariable
 
 Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 
@@ -110,7 +110,8 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
         result = tracer.run()
         output.functional.install_guards()
         output.add_size_inputs()
-        if output.side_effects or output.functional.write_backs_pending() or output.functional.aliases(result):
+        if output.side_effects or output.functional.write_backs_pending() or output.functional.aliases(result) \
+                or _builds_objects(result):
             # Code after the graph: write back, replay effects, rebuild views and arguments.
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
@@ -156,6 +157,27 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                    time.perf_counter() - start)
 
 
+def _builds_objects(result: VariableTracker) -> bool:
+    """Does returning ``result`` build objects the trace made (then the code after the
+    graph builds them, once each, reconstruct.py) or hold one list or dict twice?"""
+    seen: set[int] = set()
+
+    def walk(var: VariableTracker) -> bool:
+        if isinstance(var, NewObjectVariable):
+            return True
+        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
+            if id(var) in seen:
+                return True
+            seen.add(id(var))
+        if isinstance(var, (TupleVariable, ListVariable)) and var.source is None:
+            return any(walk(v) for v in var.items)
+        if isinstance(var, DictVariable) and var.source is None:
+            return any(walk(v) for v in var.items.values())
+        return False
+
+    return walk(result)
+
+
 def _freeze_sizes(output: OutputGraph) -> None:
     """The trace is over: its size relations become guards, and from now on an
     undecided relation is an error, never a silent guess."""
@@ -177,6 +199,8 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
             and var.source.expr.startswith(("L[", "G[")):
         # The caller's own list or dict (unchanged, or the epilogue would return it).
         return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+    if isinstance(var, NamedTupleVariable):
+        return ("namedtuple", (var.cls, [_output_spec(v, outputs) for v in var.items]))
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
         return (kind, [_output_spec(v, outputs) for v in var.items])
@@ -206,6 +230,9 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         return payload(L, G)
     if kind == "dict":
         return {k: rebuild(s, values, L, G) for k, s in payload.items()}
+    if kind == "namedtuple":
+        cls, specs = payload
+        return tuple.__new__(cls, [rebuild(s, values, L, G) for s in specs])
     items = [rebuild(s, values, L, G) for s in payload]
     return tuple(items) if kind == "tuple" else items
 

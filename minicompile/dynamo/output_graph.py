@@ -90,6 +90,9 @@ class OutputGraph:
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
+        # Counts the root frame's instructions: an object made during the current one
+        # (its __init__ running) can still change without counting as a mutation.
+        self.step = 0
         self.side_effects = SideEffects()
         # Storages and views of the arrays the trace holds; in-place updates (functionalization).
         self.functional = Functionalizer(self)

@@ -28,7 +28,7 @@ from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
 from .source import attr_source, builtin_source, global_source, item_source, local_source
-from .variables.base import NULL, ConstantVariable, VariableTracker
+from .variables.base import NULL, ConstantVariable, PythonObjectVariable, VariableTracker
 from .variables.builtins import (
     binary,
     call_function,
@@ -62,6 +62,7 @@ from .variables.functions import (
     set_function_attribute,
     store_deref,
 )
+from .variables.user_classes import SuperVariable, describe_raise, enter_context, super_attr
 from .variables.user_objects import delete_attr, store_attr
 
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
@@ -122,6 +123,8 @@ class InstructionTranslator:
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
                 self.output.tracer = self  # an inlined call's translator set it: take it back
+                if self.parent is None:
+                    self.output.step += 1
                 handler = getattr(self, inst.opname, None)
                 if handler is None:
                     raise Unsupported(f"bytecode {inst.opname} is not supported yet")
@@ -276,6 +279,16 @@ class InstructionTranslator:
     def LOAD_METHOD(self, inst) -> None:  # 3.11
         self.push_method(get_attr(self, self.pop(), inst.argval))
 
+    def LOAD_SUPER_ATTR(self, inst) -> None:  # 3.12+: super().name, super(cls, obj).name
+        obj, cls, global_super = self.pop(), self.pop(), self.pop()
+        if not (isinstance(global_super, PythonObjectVariable) and global_super.value is builtins.super):
+            raise Unsupported("super is not the builtin super")
+        attr = super_attr(self, SuperVariable(python_value(cls), obj), inst.argval)
+        if inst.arg & 1:
+            self.push_method(attr)
+        else:
+            self.push(attr)
+
     def STORE_ATTR(self, inst) -> None:
         obj, value = self.pop(), self.pop()
         store_attr(self, obj, inst.argval, value)
@@ -348,7 +361,7 @@ class InstructionTranslator:
 
     def IS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
-        self.push(ConstantVariable(is_(a, b) != bool(inst.arg)))
+        self.push(ConstantVariable(is_(self, a, b) != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
@@ -434,6 +447,22 @@ class InstructionTranslator:
     RESUME = PRECALL = EXTENDED_ARG = COPY_FREE_VARS = MAKE_CELL = NOP
 
     # -- returns and generators --------------------------------------------------------------------
+
+    # -- with, raise, assert ---------------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst) -> None:
+        exit_fn, entered = enter_context(self, self.pop())
+        self.push(exit_fn)  # called with (None, None, None) where the block ends normally
+        self.push(entered)
+
+    def LOAD_ASSERTION_ERROR(self, inst) -> None:
+        self.push(PythonObjectVariable(AssertionError))
+
+    def RAISE_VARARGS(self, inst) -> None:
+        # The traced code raises: the frame runs as Python, which raises it itself
+        # (with the user's traceback), so it counts as the program's own error.
+        what = describe_raise(self.stack[-inst.arg]) if inst.arg else "a re-raised exception"
+        raise Unsupported(f"{what} (raised by the function)", numpy_error=True)
 
     def RETURN_VALUE(self, inst) -> None:
         self.return_value = self.pop()

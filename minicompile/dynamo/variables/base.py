@@ -53,6 +53,8 @@ class VariableTracker:
     source: Source | None = None
 
     def python_type(self) -> type:
+        """The type of the value it stands for (``isinstance``, ``type(x)``); each kind
+        whose type is known at trace time says it."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -72,6 +74,9 @@ class ConstantVariable(VariableTracker):
     def describe(self) -> str:
         return f"{type(self.value).__name__} {self.value!r}"
 
+    def python_type(self) -> type:
+        return int if isinstance(self.value, Sym) else type(self.value)
+
 
 @dataclass(eq=False)
 class PythonObjectVariable(VariableTracker):
@@ -82,6 +87,9 @@ class PythonObjectVariable(VariableTracker):
 
     def describe(self) -> str:
         return getattr(self.value, "__name__", type(self.value).__name__)
+
+    def python_type(self) -> type:
+        return type(self.value)
 
 
 @dataclass(eq=False)
