@@ -26,6 +26,7 @@ from .. import config, ir, logs
 from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
+from ..ir.symbolic import Sym, is_symbolic
 from . import bytecode
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable
@@ -80,18 +81,23 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     With ``wrap_function`` (which compiles a function lazily), side effects get
     a compiled epilogue and, when ``allow_breaks``, a graph break that can be
     resumed yields a break plan instead of an eager fallback.  ``dynamic`` says
-    which array sizes become symbols; a capture that cannot keep them symbolic
-    to the end (a graph break) is redone with static sizes; an epilogue reads
-    them from the frame."""
+    which array sizes become symbols.  The graph before a graph break keeps them
+    symbolic like any other: the code after it (the transformed function, an
+    epilogue) reads the sizes it needs from the frame, and the resume function
+    is a frame of its own, which becomes dynamic when its own sizes change.  A
+    capture left with no symbolic size is redone with static sizes."""
     if dynamic is not None and dynamic.any:
         with warnings.catch_warnings(record=True):  # an internal error here: the static retry says it
             cap = _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, dynamic)
-        if cap.graph is not None and cap.graph.is_dynamic and cap.break_reason is None:
-            return cap  # whole, or with an epilogue (which reads sizes from the frame)
-        if cap.graph is None and cap.break_reason is not None and cap.break_reason.numpy_error:
-            return cap  # NumPy rejects the program: static sizes would not help
+        if cap.graph is not None and cap.graph.is_dynamic and (cap.break_reason is None or cap.break_plan):
+            return cap  # whole, with an epilogue, or up to a graph break that resumes
+        if cap.graph is None and cap.break_reason is not None and (cap.break_reason.numpy_error
+                                                                  or cap.not_resumable):
+            # The frame runs as Python (NumPy rejects the program, or the break cannot
+            # resume): guards over symbolic sizes let it do so for every size.
+            return cap
         logs.log("recompiles", lambda: f"{fn.__qualname__}: symbolic sizes dropped "
-                 f"({'a graph break' if cap.break_reason else 'no symbolic size left'}); static capture")
+                 f"({'capture failed' if cap.graph is None else 'no symbolic size left'}); static capture")
     return _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, None)
 
 
@@ -122,7 +128,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                            output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
-        spec = _output_spec(result, outputs)
+        spec = _output_spec(result, outputs, output)
         output.graph.output(outputs)
         _freeze_sizes(output)
         graph = passes.drop_inner_copies(output.graph)
@@ -136,12 +142,15 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                 if not e.resumable:
                     raise NotResumable(e.reason)
                 output.functional.install_guards()
+                output.add_size_inputs()
                 plan = plan_graph_break(tracer, output, lambda f: wrap_function(f, is_resume=True),
                                         wrap_function)
             except (NotResumable, Unsupported) as why:
+                _freeze_sizes(output)
                 return Capture(None, output.guards, output.input_exprs(), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
             output.graph.output(plan.outputs)
+            _freeze_sizes(output)
             graph = passes.drop_inner_copies(output.graph)
             return Capture(graph, output.guards, output.input_exprs(), None, reason,
                            time.perf_counter() - start, break_plan=plan)
@@ -186,7 +195,7 @@ def _freeze_sizes(output: OutputGraph) -> None:
         output.symbols.env.mode = "frozen"
 
 
-def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
+def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGraph | None = None) -> Any:
     """Describe the return value as a tree whose array leaves index ``outputs``."""
     if isinstance(var, ArrayVariable):
         node = var.node
@@ -194,18 +203,21 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
             outputs.append(node)
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
-        return ("const", specialize_sizes(var.value))  # a size returned: its value, guarded
+        sizes = _size_expression(var.value, output)
+        if sizes is not None:  # sizes returned (x.shape): read from the frame, for every size
+            return ("frame", eval(f"lambda L, G: {sizes}"))
+        return ("const", specialize_sizes(var.value))
     if isinstance(var, (ListVariable, DictVariable)) and var.source is not None \
             and var.source.expr.startswith(("L[", "G[")):
         # The caller's own list or dict (unchanged, or the epilogue would return it).
         return ("frame", eval(f"lambda L, G: {var.source.expr}"))
     if isinstance(var, NamedTupleVariable):
-        return ("namedtuple", (var.cls, [_output_spec(v, outputs) for v in var.items]))
+        return ("namedtuple", (var.cls, [_output_spec(v, outputs, output) for v in var.items]))
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
-        return (kind, [_output_spec(v, outputs) for v in var.items])
+        return (kind, [_output_spec(v, outputs, output) for v in var.items])
     if isinstance(var, DictVariable):
-        return ("dict", {k: _output_spec(v, outputs) for k, v in var.items.items()})
+        return ("dict", {k: _output_spec(v, outputs, output) for k, v in var.items.items()})
     if isinstance(var, UserObjectVariable) and var.source is not None:
         # Only its type is guarded: return the object this call was given.
         return ("frame", eval(f"lambda L, G: {var.source.expr}"))
@@ -213,6 +225,23 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
             and var.bound_self is None:
         return ("const", var.fn)
     raise Unsupported(f"returning {var.describe()} is not supported yet")
+
+
+def _size_expression(value: Any, output: OutputGraph | None) -> str | None:
+    """A symbolic size (or a tuple of sizes and ints, a shape) as a Python expression
+    over the frame's arrays; None for anything else, or sizes not all read from
+    ``L``/``G`` (those are specialized, with a guard)."""
+    if output is None or output.symbols is None or not is_symbolic(value):
+        return None
+    sources = output.symbols.env.sources
+    if isinstance(value, Sym):
+        if not all(sources[s].startswith(("L[", "G[")) for s in value.symbols):
+            return None
+        return f"({value.render(lambda s: f'({sources[s]})')})"
+    if type(value) is tuple and all(type(v) is int or isinstance(v, Sym) for v in value):
+        parts = [repr(v) if type(v) is int else _size_expression(v, output) for v in value]
+        return None if None in parts else "(" + "".join(f"{p}, " for p in parts) + ")"
+    return None
 
 
 def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:

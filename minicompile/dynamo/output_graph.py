@@ -29,7 +29,14 @@ from .guards import GuardSet
 from .side_effects import SideEffects
 from .source import Source, item_source
 from .variables.arrays import ArrayVariable
-from .variables.base import CONSTANT_TYPES, ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
+from .variables.base import (
+    CONSTANT_TYPES,
+    ConstantVariable,
+    LazyConstantVariable,
+    PythonObjectVariable,
+    VariableTracker,
+    specialize_sizes,
+)
 from .variables.containers import ListVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
 from .variables.user_objects import UserObjectVariable
@@ -172,6 +179,11 @@ class OutputGraph:
                 self.guards.size_int(source, sym, lineno)
             return ConstantVariable(sym, source)
         if isinstance(value, CONSTANT_TYPES):
+            if self.scalars_as_inputs and type(value) in (int, float) and source.expr.startswith("L["):
+                # A number handed to a resume function: guarded on its value once read.
+                self.guards.type_of(source, value, lineno)
+                return LazyConstantVariable(value, source, lambda: self.guards.value(
+                    source, value, getattr(self.tracer, "lineno", lineno)))
             self.guards.value(source, value, lineno)
             return ConstantVariable(value, source)
         if type(value) is tuple:

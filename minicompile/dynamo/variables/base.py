@@ -78,6 +78,33 @@ class ConstantVariable(VariableTracker):
         return int if isinstance(self.value, Sym) else type(self.value)
 
 
+class LazyConstantVariable(ConstantVariable):
+    """A Python number handed to a resume function (the result of the instruction a
+    graph break ran, or a local computed before it), guarded on its value only
+    once the trace reads the value: a value only passed on (``print(loss.item())``)
+    would otherwise recompile the resume function for every value it sees.  Its
+    type is guarded from the start; reading ``.value`` installs ``guard()``."""
+
+    def __init__(self, value: Any, source: Source, guard: Any):
+        self._value = value
+        self.source = source
+        self._guard = guard
+
+    @property
+    def value(self) -> Any:  # type: ignore[override]
+        if self._guard is not None:
+            guard, self._guard = self._guard, None
+            guard()
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    def __repr__(self) -> str:
+        return f"LazyConstantVariable({self.source})"
+
+
 @dataclass(eq=False)
 class PythonObjectVariable(VariableTracker):
     """A module or callable the interpreter knows by identity (``np``, ``np.exp``)."""

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ...ir.symbolic import Sym
 from ..exc import Unsupported
 from ..side_effects import Effect
 from ..source import Source
@@ -213,8 +214,8 @@ def wrap_value(value: Any) -> VariableTracker:
         return NamedTupleVariable([wrap_value(v) for v in value], cls=type(value))
     if isinstance(value, np.ndarray):
         raise Unsupported("creating arrays from constants is not supported yet")
-    if isinstance(value, CONSTANT_TYPES) or isinstance(value, (slice, range, types.CodeType)):
-        return ConstantVariable(value)
+    if isinstance(value, CONSTANT_TYPES) or isinstance(value, (slice, range, types.CodeType, Sym)):
+        return ConstantVariable(value)  # a size computed at trace time (x.shape[0]) stays a size
     return PythonObjectVariable(value)
 
 
