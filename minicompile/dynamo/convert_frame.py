@@ -27,7 +27,7 @@ from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
 from ..ir.symbolic import Sym, is_symbolic
-from . import bytecode
+from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
@@ -121,7 +121,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
             # Code after the graph: write back, replay effects, rebuild views and arguments.
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
-            plan = plan_epilogue(output, result, wrap_function)
+            plan = plan_epilogue(output, result, wrap_function, tracer.instructions[tracer.ip - 1].positions)
             output.graph.output(plan.outputs)
             _freeze_sizes(output)
             return Capture(passes.drop_inner_copies(output.graph), output.guards,
@@ -141,6 +141,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
             try:
                 if not e.resumable:
                     raise NotResumable(e.reason)
+                output.guards.forget_after(tracer.snapshot.guards, {s.expr for s in output.input_sources})
                 output.functional.install_guards()
                 output.add_size_inputs()
                 plan = plan_graph_break(tracer, output, lambda f: wrap_function(f, is_resume=True),
@@ -289,6 +290,7 @@ def compile_entry(
     cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume,
                   dynamic=dynamic)
     fb = frame_builtins(fn)
+    cap.guards.rename(getattr(fn, "stack_names", {}))  # a resume function's stack, in the user's words
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
     RECORDERS and RECORDERS[-1].append(cap)
@@ -338,11 +340,20 @@ def compile_entry(
                  + bytecode.side_by_side(f"original {fn.__qualname__}", bytecode.format_bytecode(fn.__code__),
                                          "transformed", bytecode.format_bytecode(transformed.__code__)))
 
+        resumes = cap.break_plan.resumes
+
         def run_transformed(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
             try:
-                return transformed(L, G)
+                outcome = transformed(L, G)
             except GraphRaised as e:
                 return _run_as_python(fn, args, kwargs, e.error)
+            if not resumes:
+                return outcome
+            # The resume function is called here, after the transformed function has
+            # returned: a traceback from the code after the break then shows the
+            # user's function once, at the line that raised (user_code.py).
+            resume, resume_args = outcome
+            return resume(*resume_args)
 
         return CacheEntry(guard, cap, run_transformed, compiled, seconds)
 
@@ -377,9 +388,11 @@ def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any
     namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
                  "___GraphRaised": GraphRaised,
                  "___asarray": np.asarray, "___size_input": size_input, **plan.namespace}
-    filename = f"<minicompile transformed {fn.__qualname__}>"
-    exec(compile(plan.source, filename, "exec"), namespace)
+    # Compiled as the user's function at the line of the break: a traceback through
+    # it (the instruction it runs raising) shows that line of the user's file.
+    exec(user_code.compile_at(plan.source, fn.__code__, plan.positions, "transformed"), namespace)
     transformed = namespace["transformed"]
+    transformed.__qualname__ = f"{fn.__qualname__} (transformed)"
     transformed.source = plan.source
     return transformed
 

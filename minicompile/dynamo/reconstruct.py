@@ -137,11 +137,12 @@ class Reconstructor:
         self.lines.append(f"{name} = {text}")
         return name
 
-    def callee(self, var: UserFunctionVariable) -> str:
-        """A function whose call broke the graph: run it compiled on its own."""
+    def callee(self, var: UserFunctionVariable, compiled: bool = True) -> str:
+        """A function whose call broke the graph: run it compiled on its own (or, not
+        ``compiled``, as it is: library code)."""
         if not isinstance(var.fn, types.FunctionType):
             raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
-        fn = self.const(self.callee_wrapper(var.fn))
+        fn = self.const(self.callee_wrapper(var.fn) if compiled else var.fn)
         if var.bound_self is not None:
             return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
         return fn

@@ -27,6 +27,7 @@ from . import bytecode
 from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
+from .user_code import is_user_file
 from .source import attr_source, builtin_source, global_source, item_source, local_source
 from .variables.base import NULL, ConstantVariable, PythonObjectVariable, VariableTracker
 from .variables.builtins import (
@@ -78,6 +79,7 @@ class FrameState:
     deleted: set
     kw_names: tuple
     mutations: int  # count of container mutations so far (see OutputGraph.mutations)
+    guards: int  # how many guards the capture had (see GuardSet.forget_after)
 
 
 class InstructionTranslator:
@@ -105,8 +107,20 @@ class InstructionTranslator:
         self.locals: dict[str, VariableTracker] = dict(bound or {})
         self.kw_names: tuple[str, ...] = ()
         self.ip = 0
-        self.lineno: int | None = self.code.co_firstlineno
+        self.lineno: int | None = self._first_line()
         self.return_value: VariableTracker | None = None
+
+    def _first_line(self) -> int | None:
+        """The line of the first instruction that runs; a resume function's prologue has
+        none, so its jump is followed to the line it resumes at (which the guards on
+        its parameters then name)."""
+        i = 0
+        while i < len(self.instructions):
+            inst = self.instructions[i]
+            if inst.positions is not None and inst.positions.lineno is not None:
+                return inst.positions.lineno
+            i = self.index_of[inst.argval] if inst.opname == "JUMP_FORWARD" else i + 1
+        return self.code.co_firstlineno
 
     # -- driver ------------------------------------------------------------------
 
@@ -118,7 +132,8 @@ class InstructionTranslator:
                 # What the frame looked like before this instruction: a graph
                 # break here resumes from exactly this state.
                 self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
-                                           set(self.deleted), self.kw_names, self.output.mutations)
+                                           set(self.deleted), self.kw_names, self.output.mutations,
+                                           len(self.output.guards.guards))
                 self.ip += 1
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
@@ -133,9 +148,19 @@ class InstructionTranslator:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
         except Unsupported as e:
-            frame = f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"
+            filename = self.code.co_filename
+            frame = f"{filename}:{self.lineno} in {self.code.co_name}"
             if not hasattr(e, "where"):  # the innermost frame knows the line
-                e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
+                e.where = BreakReason(e.reason, filename, self.lineno, e.numpy_error)
+            if not is_user_file(filename):
+                # Library code (or code made by exec, a dataclass's __init__): remember which
+                # function the user called, and report the break at the user's line.
+                e.library_call = getattr(self.fn, "__qualname__", self.code.co_qualname)
+                e.library_module = self.f_globals.get("__name__")
+            elif not is_user_file(e.where.filename):
+                called = ".".join(p for p in (getattr(e, "library_module", None), e.library_call) if p)
+                e.where = replace(e.where, reason=f"{e.where.reason} (in {called}, called here)",
+                                  filename=filename, lineno=self.lineno)
             e.where = replace(e.where, user_stack=(frame,) + e.where.user_stack)
             raise
 
@@ -191,7 +216,7 @@ class InstructionTranslator:
             var = wrap_value(builtins_dict[name])
             var.source = builtin_source(name)
             return var
-        raise Unsupported(f"name {name!r} is not defined")
+        raise Unsupported(f"NameError: name {name!r} is not defined", numpy_error=True)
 
     def frames(self) -> list["InstructionTranslator"]:
         frame, chain = self, []

@@ -20,9 +20,11 @@ Out: whether a file is the user's; the exception's traceback, cut.
 """
 from __future__ import annotations
 
+import ast
 import os
 import sysconfig
 import types
+from typing import Any
 
 from .. import logs
 
@@ -91,3 +93,27 @@ def cut_traceback(error: BaseException) -> None:
     if kept:
         kept[-1].tb_next = None
     error.__traceback__ = kept[0] if kept else None
+
+
+def compile_at(source: str, user_code: types.CodeType, positions: Any, name: str) -> dict[str, Any]:
+    """Compile generated ``source`` (one function definition, ``name``) so that its
+    frame reads as the user's: the user's file and function name, and every
+    instruction at ``positions`` (a ``dis.Positions``: the line and columns of
+    the user's expression it stands for), so that a traceback through it shows
+    that line of the user's file with the expression underlined.  Returns the
+    compiled module's code, ready for ``exec``."""
+    tree = ast.parse(source)
+    line = getattr(positions, "lineno", None) or user_code.co_firstlineno
+    end_line = getattr(positions, "end_lineno", None) or line
+    col = getattr(positions, "col_offset", None)
+    end_col = getattr(positions, "end_col_offset", None)
+    if col is None or end_col is None or end_line < line:
+        col, end_col, end_line = 0, 0, line
+    for node in ast.walk(tree):
+        if "lineno" in node._attributes:
+            node.lineno, node.end_lineno = line, end_line
+            node.col_offset, node.end_col_offset = col, end_col
+    module = compile(tree, user_code.co_filename, "exec")
+    return module.replace(co_consts=tuple(
+        c.replace(co_name=user_code.co_name, co_qualname=user_code.co_qualname)
+        if isinstance(c, types.CodeType) and c.co_name == name else c for c in module.co_consts))

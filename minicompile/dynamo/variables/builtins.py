@@ -75,9 +75,9 @@ def evaluate(fn: Callable, *args: Any, **kwargs: Any) -> VariableTracker:
         args, kwargs = specialize_sizes(args), {k: specialize_sizes(v) for k, v in kwargs.items()}
     try:
         return wrap_value(fn(*args, **kwargs))
-    except TypeError:
-        if not is_symbolic((args, tuple(kwargs.values()))):
-            raise
+    except TypeError as e:
+        if not is_symbolic((args, tuple(kwargs.values()))):  # the program's own error ([1.0] + 1)
+            raise Unsupported(f"TypeError: {e}", numpy_error=True) from None
         # An operator the size type does not implement (s0 ** 2, s0 / 2).
         return evaluate(lambda: fn(*specialize_sizes(args), **specialize_sizes(kwargs)))
     except Unsupported:
