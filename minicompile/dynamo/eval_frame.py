@@ -1,8 +1,10 @@
 """The compiled function users call: cache lookup, guard checks, recompiles.
 
-``mc.compile(fn)`` returns an :class:`OptimizedFunction`.  Each call binds the
-arguments to the function's parameters (``L``), tries the cache entries'
-guard functions in order, and runs the first entry whose guards hold.  On a
+``mc.compile(fn)`` returns an :class:`OptimizedFunction`; ``fn`` may be any
+callable — a model object is traced as ``type(model).__call__`` with ``self``
+bound (callables.py).  Each call binds the arguments to the function's
+parameters (``L``), tries the cache entries' guard functions in order, and
+runs the first entry whose guards hold.  On a
 miss it captures and compiles a new entry — logging which guard of the newest
 entry failed — until ``config.recompile_limit`` entries exist; after that the
 function runs eagerly, with one warning.
@@ -17,6 +19,9 @@ traced: calling one returns a suspended frame that runs later, one ``next``
 or ``await`` at a time, which a graph cannot stand for.  They run as Python —
 the real function, so the caller gets a real generator or coroutine — with
 one warning per function saying so (``fullgraph=True`` raises instead).
+
+An exception leaving a compiled call has minicompile's own frames cut from its
+traceback, so it reads as eager's (user_code.py).
 """
 from __future__ import annotations
 

@@ -4,13 +4,13 @@ It runs a function's bytecode without running the function.  The stack and
 the locals hold variable trackers instead of values.  Each handler pops its
 operands, hands them to the code of their kind of value — the ``variables/``
 package, where builtins.py dispatches operators, subscripts, attributes and
-calls to arrays.py, containers.py, functions.py, user_objects.py and
-numpy_calls.py — and pushes the result.  Array operations append nodes to the
+calls to arrays.py, containers.py, functions.py, user_objects.py,
+user_classes.py and numpy_calls.py — and pushes the result.  Array operations append nodes to the
 :class:`OutputGraph`; Python values are computed for real, at trace time, and
 become constants of the graph, guarded where they came from the frame.  When
 it meets something it cannot follow it raises :class:`Unsupported`, and
 :meth:`InstructionTranslator.run` records the reason with the user's file and
-line.
+line — for a break inside library code, the user's line that called into it.
 
 Version differences (where CPython puts a call's NULL, how keyword names reach
 CALL) come from :mod:`minicompile.dynamo.bytecode`; the handlers below are

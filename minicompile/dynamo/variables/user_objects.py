@@ -1,12 +1,21 @@
 """User objects, user classes and modules: reading, setting and deleting their attributes.
 
+Two kinds of user object: :class:`UserObjectVariable`, an object of the
+caller's (read from the frame, its type guarded), and :class:`NewObjectVariable`,
+one the traced code made (user_classes.py), whose attributes are variables.
+
 In:  the object's variable and the attribute's name (LOAD_ATTR, LOAD_METHOD,
      STORE_ATTR, DELETE_ATTR, ``getattr``), through builtins.py's dispatch.
 Out: the attribute's variable, resolved the way Python would resolve it: a
-     module's member, a user class's function or constant, a user object's
-     instance attribute (read from the frame and guarded), method or property
-     (inlined, functions.py).  A store or a deletion on a caller's object is
-     recorded as a side effect (side_effects.py), replayed after the graph.
+     module's member, a user class's function or constant, a property (its
+     getter inlined, functions.py), an instance attribute (read from the frame
+     and guarded, or the variable the trace stored), a method bound to the
+     object, ``__getattr__`` inlined when nothing else has the name.  A store
+     or a deletion on a caller's object is recorded as a side effect
+     (side_effects.py), replayed after the graph; on a new object it changes
+     the object's variables.  A function found on a class gets a source
+     through the class (``type(L['m']).forward``), so its globals and closure
+     cells can be read and guarded.
 """
 from __future__ import annotations
 
