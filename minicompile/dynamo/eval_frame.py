@@ -83,6 +83,7 @@ class OptimizedFunction:
         setattr(self, callables.TARGET_ATTRIBUTE, self.target)
         fn = self.target.fn
         self.fn = fn
+        self._bound = bool(self.target.args or self.target.kwargs)
         self.is_resume = is_resume  # a resume function of a graph break (resume_execution.py)
         self.backend = backend
         self.backend_name = backend_name
@@ -117,28 +118,27 @@ class OptimizedFunction:
         return getattr(original, name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._bound:  # a method, an object, a partial: its own arguments first
+            args, kwargs = self.target.bind(args, kwargs)
         try:
-            return self._call(*self.target.bind(args, kwargs))
+            if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
+                return profiler_hooks.active.call_compiled(self, args, kwargs)
+            try:
+                L = self._bind(*args, **kwargs)
+            except TypeError:
+                return self.fn(*args, **kwargs)  # let Python report the bad call itself
+            G = self.fn.__globals__
+            for entry in self.cache:
+                try:
+                    hit = entry.guard(L, G)
+                except Exception:  # e.g. an attribute a guard reads is gone: not a hit
+                    hit = False
+                if hit:
+                    return entry.run(L, G, args, kwargs)
+            return self._miss(L, G, args, kwargs)
         except BaseException as error:
             user_code.cut_traceback(error)  # the user's frames only (MINICOMPILE_LOGS=+internals: all)
             raise
-
-    def _call(self, args: tuple, kwargs: dict) -> Any:
-        if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
-            return profiler_hooks.active.call_compiled(self, args, kwargs)
-        try:
-            L = self._bind(*args, **kwargs)
-        except TypeError:
-            return self.fn(*args, **kwargs)  # let Python report the bad call itself
-        G = self.fn.__globals__
-        for entry in self.cache:
-            try:
-                hit = entry.guard(L, G)
-            except Exception:  # e.g. an attribute a guard reads is gone: not a hit
-                hit = False
-            if hit:
-                return entry.run(L, G, args, kwargs)
-        return self._miss(L, G, args, kwargs)
 
     def lookup(self, L: dict, G: dict) -> CacheEntry | None:
         """The first cache entry whose guards hold (``__call__`` inlines this loop: hot path)."""
