@@ -16,6 +16,8 @@ import inspect
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minicompile as mc
 from dynamo_testing import assert_same, run_against_eager
@@ -215,3 +217,41 @@ def test_a_classmethod_object_is_refused_with_a_hint():
 def test_something_not_callable_is_refused():
     with pytest.raises(TypeError, match="expects a callable"):
         mc.compile(3)
+
+
+# -- property test: how a callable's arguments are split between it and its caller ---------------
+
+def five(a, b, c=1.0, *, d=2.0, e=3.0):
+    return (a * 2 + b) * c - d * e
+
+
+class Five:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, a, b, c=1.0, *, d=2.0, e=3.0):
+        return five(a, b, c, d=d, e=e) * self.k
+
+    def method(self, a, b, c=1.0, *, d=2.0, e=3.0):
+        return five(a, b, c, d=d, e=e) + self.k
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["function", "object", "method"]), bound=st.integers(0, 3),
+       bound_keywords=st.sets(st.sampled_from(["d", "e"])), positional=st.integers(0, 3),
+       caller_keywords=st.sets(st.sampled_from(["d", "e"])), k=st.sampled_from([0.5, -2.0]))
+def test_arguments_split_between_a_partial_and_its_caller(kind, bound, bound_keywords, positional,
+                                                           caller_keywords, k):
+    """A partial binds the first ``bound`` of a, b, c and some keywords; the caller
+    passes ``positional`` of the rest by position, the others by keyword."""
+    values = {"a": rand(3), "b": rand(3, seed=1), "c": 1.5, "d": -1.0, "e": 4.0}
+    target = {"function": five, "object": Five(k), "method": Five(k).method}[kind]
+    partial = functools.partial(target, *[values[n] for n in "abc"[:bound]],
+                                **{n: values[n] * 2 for n in bound_keywords})
+    rest = list("abc"[bound:])
+    args = [values[n] for n in rest[:positional]]
+    kwargs = {**{n: values[n] for n in rest[positional:]}, **{n: values[n] for n in caller_keywords}}
+    expected = partial(*args, **kwargs)
+    compiled = mc.compile(partial, backend="eager")
+    assert_same(compiled(*args, **kwargs), expected)
+    assert mc.explain(partial)(*args, **kwargs).graph_break_count == 0

@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile.logs import set_logs
@@ -147,3 +149,23 @@ def test_a_resume_function_is_shared_by_the_recompiles_of_its_function():
     resumes = [plan.namespace[k] for e in compiled.cache if (plan := e.capture.break_plan)
                for k in plan.namespace if k.startswith("___resume_at_")]
     assert len(resumes) == 2 and resumes[0] is resumes[1]
+
+
+# -- property test: any sequence of sizes through a function with breaks --------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=12),
+       fn=st.sampled_from([print_between, branch_on_data, breaks_in_a_helper, logs_a_loss]))
+def test_any_sequence_of_sizes_matches_eager(sizes, fn):
+    makers = {print_between: lambda n: (rand(n, 4), rand(4, 4, seed=1)),
+              branch_on_data: lambda n: (rand(n) + (1 if n % 2 else -1) * 10,),
+              breaks_in_a_helper: lambda n: (rand(n, 2),),
+              logs_a_loss: lambda n: (rand(n, 3), rand(3, 2, seed=2))}
+    compiled = mc.compile(fn, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own, eager and compiled alike
+        for n in sizes:
+            args = makers[fn](n)
+            assert_same(compiled(*args), fn(*args))
+    # Sizes 1 (and 0) stay specialized; any other sizes share one dynamic entry.
+    assert len(compiled.cache) <= 2 + len({n for n in sizes if n < 2})
