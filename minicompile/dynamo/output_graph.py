@@ -27,7 +27,7 @@ from .variables.frame_containers import FrameDictVariable, FrameListVariable
 from .functionalization import Functionalizer
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .source import Source, item_source
+from .source import Source, attr_source, item_source
 from .variables.arrays import ArrayVariable
 from .variables.base import (
     CONSTANT_TYPES,
@@ -204,6 +204,14 @@ class OutputGraph:
                 callable(value) and type(value).__module__.startswith("numpy")):  # NumPy's dispatchers
             self.guards.identity(source, value, lineno)
             return PythonObjectVariable(value, source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # A bound method held as a value (cb = obj.step; a partial of one): its
+            # function by identity, its object like any other value.
+            self.guards.type_of(source, value, lineno)
+            function = attr_source(source, "__func__")
+            self.guards.identity(function, value.__func__, lineno)
+            owner = self.wrap(value.__self__, attr_source(source, "__self__"), lineno)
+            return UserFunctionVariable(value.__func__, function, bound_self=owner)
         if isinstance(value, (types.MethodType, types.GeneratorType, types.CoroutineType)) \
                 or type(value).__module__ == "builtins":
             self.guards.identity(source, type(value), lineno)

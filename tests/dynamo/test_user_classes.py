@@ -313,6 +313,13 @@ def scale(x, k):
 
 SCALE_BY_3 = functools.partial(scale, k=3.0)
 COMPILED_DOUBLE = mc.compile(lambda x: x * 2, backend="eager")
+SCALER = Scaler(0.5, offset=2.0)
+APPLY = SCALER.apply  # a bound method held as a value
+APPLY_LATER = functools.partial(Scaler(4.0).apply)
+
+
+def calls_bound_methods_held_as_values(x):
+    return APPLY(x) + APPLY_LATER(x)
 
 PROGRAMS = {
     "calls_a_global_layer": (calls_a_global_layer, lambda: (rand(2, 4),)),
@@ -338,6 +345,7 @@ PROGRAMS = {
     "asserts_on_python_values": (asserts_on_python_values, lambda: (rand(3), 2, ["a"])),
     "getattr_fallback": (getattr_fallback, lambda: (rand(3), Lazy())),
     "calls_a_partial_and_a_compiled_function": (calls_a_partial_and_a_compiled_function, lambda: (rand(3),)),
+    "calls_bound_methods_held_as_values": (calls_bound_methods_held_as_values, lambda: (rand(3),)),
 }
 
 

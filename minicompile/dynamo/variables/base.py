@@ -101,6 +101,12 @@ class LazyConstantVariable(ConstantVariable):
     def value(self, value: Any) -> None:
         self._value = value
 
+    def python_type(self) -> type:
+        return type(self._value)  # guarded from the start
+
+    def describe(self) -> str:
+        return f"{type(self._value).__name__} {self.source}"
+
     def __repr__(self) -> str:
         return f"LazyConstantVariable({self.source})"
 

@@ -306,10 +306,6 @@ def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, 
         if fn.bound_self is None and _hashable(fn.fn) and fn.fn in user_classes.BUILTIN_HANDLERS:
             return user_classes.BUILTIN_HANDLERS[fn.fn](tx, args, kwargs)  # dataclasses.replace
         return inline_call(tx, fn, args, kwargs)
-    if isinstance(fn, UserObjectVariable):
-        result = user_objects.call_bound_method(tx, fn, args, kwargs)
-        if result is not None:
-            return result
     if isinstance(fn, (UserObjectVariable, NewObjectVariable)):
         result = user_classes.call_object(tx, fn, args, kwargs, call_function)
         if result is not None:

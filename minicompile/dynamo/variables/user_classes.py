@@ -159,8 +159,10 @@ def _make_namedtuple(cls: type, cls_source: Source | None, args: list, kwargs: d
 def namedtuple_method(obj: VariableTracker, name: str) -> MethodVariable | None:
     """``nt._replace`` / ``nt._asdict`` (``Cls._make``) of a named tuple whose class
     did not redefine them, as a method answered here; None otherwise."""
+    if name not in _NAMEDTUPLE_CODE:
+        return None
     cls = obj.value if isinstance(obj, PythonObjectVariable) else obj.python_type()
-    if name not in _NAMEDTUPLE_CODE or not is_namedtuple_class(cls):
+    if not is_namedtuple_class(cls):
         return None
     static = inspect.getattr_static(cls, name, None)
     code = getattr(getattr(static, "__func__", static), "__code__", None)

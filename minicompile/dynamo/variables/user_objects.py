@@ -293,13 +293,3 @@ def delete_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str) ->
                               numpy_error=True)
     tx.output.mutations += 1
     effects.delete_attr(obj, name)
-
-
-def call_bound_method(tx: "InstructionTranslator", obj: UserObjectVariable, args: list,
-                      kwargs: dict) -> VariableTracker | None:
-    """Calling a bound method of the caller's (``cb = obj.step; cb(x)``): the function
-    inlined with its ``self``; None where ``obj`` is no such method."""
-    method = obj.value
-    if not (isinstance(method, types.MethodType) and isinstance(method.__func__, types.FunctionType)):
-        return None
-    return inline_call(tx, UserFunctionVariable(method.__func__), [wrap_value(method.__self__)] + args, kwargs)
