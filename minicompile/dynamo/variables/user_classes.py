@@ -36,7 +36,7 @@ import functools
 import inspect
 import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -45,8 +45,16 @@ from ..callables import TARGET_ATTRIBUTE
 from ..exc import Unsupported
 from ..source import Source, attr_source, item_source
 from .base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker
-from .containers import DictVariable, NamedTupleVariable, TupleVariable, is_constant, is_namedtuple_class, \
-    python_value, sequence_items, wrap_value
+from .containers import (
+    DictVariable,
+    NamedTupleVariable,
+    TupleVariable,
+    is_constant,
+    is_namedtuple_class,
+    python_value,
+    sequence_items,
+    wrap_value,
+)
 from .functions import UserFunctionVariable, inline_call
 from .user_objects import NewObjectVariable, UserObjectVariable, get_attr, type_source
 
