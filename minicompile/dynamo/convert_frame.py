@@ -128,7 +128,7 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                            output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
-        spec = _output_spec(result, outputs, output)
+        spec = _output_spec(result, outputs, output, {"CLOSURE": fn.__closure__ or (), "B": frame_builtins(fn)})
         output.graph.output(outputs)
         _freeze_sizes(output)
         graph = passes.drop_inner_copies(output.graph)
@@ -196,8 +196,16 @@ def _freeze_sizes(output: OutputGraph) -> None:
         output.symbols.env.mode = "frozen"
 
 
-def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGraph | None = None) -> Any:
-    """Describe the return value as a tree whose array leaves index ``outputs``."""
+def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGraph | None = None,
+                 frame: dict | None = None) -> Any:
+    """Describe the return value as a tree whose array leaves index ``outputs``;
+    ``frame`` holds the names besides ``L`` and ``G`` that sources read
+    (``CLOSURE``, ``B``), for the leaves read from the frame."""
+    frame = frame or {}
+
+    def reader(expr: str) -> Callable[[dict, dict], Any]:
+        return eval(f"lambda L, G: {expr}", dict(frame))
+
     if isinstance(var, ArrayVariable):
         node = var.node
         if node not in outputs:
@@ -206,22 +214,21 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         sizes = _size_expression(var.value, output)
         if sizes is not None:  # sizes returned (x.shape): read from the frame, for every size
-            return ("frame", eval(f"lambda L, G: {sizes}"))
+            return ("frame", reader(sizes))
         return ("const", specialize_sizes(var.value))
-    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None \
-            and var.source.expr.startswith(("L[", "G[")):
+    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None:
         # The caller's own list or dict (unchanged, or the epilogue would return it).
-        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+        return ("frame", reader(var.source.expr))
     if isinstance(var, NamedTupleVariable):
-        return ("namedtuple", (var.cls, [_output_spec(v, outputs, output) for v in var.items]))
+        return ("namedtuple", (var.cls, [_output_spec(v, outputs, output, frame) for v in var.items]))
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
-        return (kind, [_output_spec(v, outputs, output) for v in var.items])
+        return (kind, [_output_spec(v, outputs, output, frame) for v in var.items])
     if isinstance(var, DictVariable):
-        return ("dict", {k: _output_spec(v, outputs, output) for k, v in var.items.items()})
+        return ("dict", {k: _output_spec(v, outputs, output, frame) for k, v in var.items.items()})
     if isinstance(var, UserObjectVariable) and var.source is not None:
         # Only its type is guarded: return the object this call was given.
-        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+        return ("frame", reader(var.source.expr))
     if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType) \
             and var.bound_self is None:
         return ("const", var.fn)
@@ -230,14 +237,11 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
 
 def _size_expression(value: Any, output: OutputGraph | None) -> str | None:
     """A symbolic size (or a tuple of sizes and ints, a shape) as a Python expression
-    over the frame's arrays; None for anything else, or sizes not all read from
-    ``L``/``G`` (those are specialized, with a guard)."""
+    over the frame's arrays; None for anything else (specialized, with a guard)."""
     if output is None or output.symbols is None or not is_symbolic(value):
         return None
     sources = output.symbols.env.sources
     if isinstance(value, Sym):
-        if not all(sources[s].startswith(("L[", "G[")) for s in value.symbols):
-            return None
         return f"({value.render(lambda s: f'({sources[s]})')})"
     if type(value) is tuple and all(type(v) is int or isinstance(v, Sym) for v in value):
         parts = [repr(v) if type(v) is int else _size_expression(v, output) for v in value]

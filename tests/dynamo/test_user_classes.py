@@ -491,3 +491,20 @@ def test_random_class_hierarchies_match_eager(levels, shape, k):
     explanation = mc.explain(fn)(*args)
     assert explanation.graph_break_count == 0, str(explanation)
     assert_same(mc.compile(fn, backend="eager")(*args), expected)
+
+
+def closure_returning_its_objects():
+    point, items = Point(1.0, 2.0), [1.0]
+
+    def returns_them(x):
+        return x + 1, point, items
+
+    return returns_them, point, items
+
+
+def test_objects_from_a_closure_are_returned_as_themselves():
+    fn, point, items = closure_returning_its_objects()
+    compiled = mc.compile(fn, backend="eager")
+    for _ in range(2):
+        _, got_point, got_items = compiled(rand(3))
+        assert got_point is point and got_items is items  # (it raised NameError: CLOSURE)
