@@ -55,7 +55,7 @@ from .containers import (
     sequence_items,
     wrap_value,
 )
-from .functions import UserFunctionVariable, inline_call
+from .functions import UserFunctionVariable, inline_call, load_deref
 from .user_objects import NewObjectVariable, UserObjectVariable, get_attr, type_source
 
 if TYPE_CHECKING:
@@ -266,8 +266,6 @@ class SuperVariable(VariableTracker):
 def make_super(tx: "InstructionTranslator", args: list, kwargs: dict) -> SuperVariable:
     """``super()`` (its class from the method's ``__class__`` cell, its object the
     method's first argument) or ``super(cls, obj)``."""
-    from .functions import load_deref
-
     if kwargs or len(args) not in (0, 2):
         raise Unsupported("super() with other than zero or two arguments")
     if args:
