@@ -3,6 +3,10 @@
 ``MINICOMPILE_LOGS=graph,guards,recompiles,graph_breaks,bytecode,output_code``
 prints each artifact to stderr as the stage that produces it finishes, the way
 ``TORCH_LOGS`` does for torch.compile.  ``MINICOMPILE_LOGS=all`` turns on all.
+
+``+internals`` (a flag, not an artifact; ``all`` leaves it off) keeps
+minicompile's own frames in the tracebacks of errors raised through compiled
+code, which otherwise show only the user's frames (dynamo/user_code.py).
 """
 from __future__ import annotations
 
@@ -23,20 +27,24 @@ ARTIFACTS = (
     "output_code",   # generated kernels and wrapper
     "spyre",         # the Spyre backend's programs, per core, and its host fallbacks
 )
+FLAGS = (
+    "internals",     # tracebacks keep minicompile's own frames
+)
 
 
 def _parse(spec: str) -> set[str]:
-    names = {part.strip() for part in spec.split(",") if part.strip()}
+    names = {part.strip().lstrip("+") for part in spec.split(",") if part.strip()}
+    flags = names & set(FLAGS)
     if "all" in names:
-        return set(ARTIFACTS)
-    unknown = names - set(ARTIFACTS)
+        return set(ARTIFACTS) | flags
+    unknown = names - set(ARTIFACTS) - flags
     if unknown:
         print(
             f"minicompile: unknown MINICOMPILE_LOGS entries {sorted(unknown)}; "
-            f"known: {', '.join(ARTIFACTS)}",
+            f"known: {', '.join(ARTIFACTS)}, +{', +'.join(FLAGS)}",
             file=sys.stderr,
         )
-    return names & set(ARTIFACTS)
+    return names & (set(ARTIFACTS) | flags)
 
 
 _enabled: set[str] = _parse(os.environ.get("MINICOMPILE_LOGS", ""))

@@ -181,6 +181,54 @@ assert explanation.graph_count == 1 and explanation.graph_break_count == 0
 assert explanation.ops_per_graph == [ops]
 
 # %% [markdown]
+# ## Models are objects
+#
+# NumPy models in the wild are classes: layers are objects with `__call__`,
+# a model holds them as attributes or in a list, state is a `NamedTuple`.
+# `mc.compile(model)` compiles the object the way torch.compile compiles an
+# `nn.Module`: it traces `type(model).__call__` with `self` bound
+# (`dynamo/callables.py` says what is traced for each kind of callable).  The
+# interpreter follows the object's attributes, calls the layers' own
+# `__call__` (inlined like any method) and even makes new objects — here the
+# LSTM's `LSTMState(h, c)`, a named tuple built inside `forward`; an object the
+# trace makes is built for real only if it outlives the trace.
+#
+# Arrays read from `self` are graph inputs like any argument's: guarded on
+# type, shape, dtype and strides (`L['self'].inputs.weight.shape == (16, 32)`),
+# never on identity or values — torch's parameters — so an optimizer step that
+# replaces a weight by another of the same shape reuses the compiled code.
+
+# %%
+from minicompile.examples import class_models as cm
+
+batch = np.random.default_rng(1).standard_normal((4, 16), dtype=np.float32)
+cell = cm.LSTMCell(16, 8)
+step = mc.compile(cell, backend="eager")
+print("traced function:", step.fn.__qualname__, "with self =", type(step.target.args[0]).__name__)
+state = step(batch, cell.zero_state(4))
+expected = cell(batch, cell.zero_state(4))
+assert type(state) is cm.LSTMState
+np.testing.assert_allclose(state.h, expected.h, rtol=1e-5, atol=1e-6)
+
+explanation = mc.explain(cell)(batch, cell.zero_state(4))
+assert explanation.graph_count == 1 and explanation.graph_break_count == 0
+print(f"{explanation.op_count} ops in one graph; guards on the weights:")
+weight_guards = [str(g) for g in explanation.guards if "inputs.weight" in g.check]
+print("\n".join(weight_guards))
+assert any(".shape == (16, 32)" in g for g in weight_guards)
+assert not any(g.startswith("L['self'].inputs.weight is") for g in weight_guards)  # never identity
+
+cell.inputs.weight = cell.inputs.weight * 0.5  # a new array of the same shape
+step(batch, cell.zero_state(4))
+assert len(step.cache) == 1  # no recompile
+
+for model in (cm.MLP(cm.MLPConfig(sizes=(16, 32, 4))), cm.ResidualBlock(16, 32)):
+    out = mc.explain(model)(batch)
+    print(f"{type(model).__name__}: {out.graph_count} graph, {out.graph_break_count} breaks, {out.op_count} ops")
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    np.testing.assert_allclose(mc.compile(model, backend="eager")(batch), model(batch), rtol=1e-5, atol=1e-6)
+
+# %% [markdown]
 # ## Python 3.11, 3.12 and 3.13 disagree on a few opcodes
 #
 # The handlers are written once; the facts that differ live in one table,
@@ -216,6 +264,7 @@ assert call_ops == ({"KW_NAMES"} if bytecode.CURRENT.kw_names_instruction else {
 # | minicompile | TorchDynamo | role |
 # | --- | --- | --- |
 # | `dynamo/eval_frame.py` `OptimizedFunction` | `eval_frame.py` (`_TorchDynamoContext`, the frame hook) | intercept the call, check cache entries |
+# | `dynamo/callables.py` | `OptimizedModule` (`Module.__call__` → `forward`) | which function a callable (a method, a model) is traced as |
 # | `dynamo/convert_frame.py` `capture` | `convert_frame.py` | run the interpreter over one frame |
 # | `dynamo/symbolic_convert.py` `InstructionTranslator` | `symbolic_convert.py` `InstructionTranslator` | one handler per opcode over a symbolic stack |
 # | `dynamo/variables/` (`base.py`, `arrays.py`, `containers.py`, ...) | `variables/` (`VariableTracker` and subclasses) | what a stack slot stands for, one module per kind of value, and what operations on it mean |

@@ -26,7 +26,8 @@ from .. import config, ir, logs
 from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
-from . import bytecode
+from ..ir.symbolic import Sym, is_symbolic
+from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
@@ -36,9 +37,9 @@ from .output_graph import OutputGraph, size_input
 from .symbolic_convert import InstructionTranslator
 from .variables.arrays import ArrayVariable
 from .variables.base import ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
-from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
-from .variables.user_objects import UserObjectVariable
+from .variables.user_objects import NewObjectVariable, UserObjectVariable
 
 Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 
@@ -80,18 +81,23 @@ def capture(fn: types.FunctionType, L: dict[str, Any],
     With ``wrap_function`` (which compiles a function lazily), side effects get
     a compiled epilogue and, when ``allow_breaks``, a graph break that can be
     resumed yields a break plan instead of an eager fallback.  ``dynamic`` says
-    which array sizes become symbols; a capture that cannot keep them symbolic
-    to the end (a graph break) is redone with static sizes; an epilogue reads
-    them from the frame."""
+    which array sizes become symbols.  The graph before a graph break keeps them
+    symbolic like any other: the code after it (the transformed function, an
+    epilogue) reads the sizes it needs from the frame, and the resume function
+    is a frame of its own, which becomes dynamic when its own sizes change.  A
+    capture left with no symbolic size is redone with static sizes."""
     if dynamic is not None and dynamic.any:
         with warnings.catch_warnings(record=True):  # an internal error here: the static retry says it
             cap = _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, dynamic)
-        if cap.graph is not None and cap.graph.is_dynamic and cap.break_reason is None:
-            return cap  # whole, or with an epilogue (which reads sizes from the frame)
-        if cap.graph is None and cap.break_reason is not None and cap.break_reason.numpy_error:
-            return cap  # NumPy rejects the program: static sizes would not help
+        if cap.graph is not None and cap.graph.is_dynamic and (cap.break_reason is None or cap.break_plan):
+            return cap  # whole, with an epilogue, or up to a graph break that resumes
+        if cap.graph is None and cap.break_reason is not None and (cap.break_reason.numpy_error
+                                                                  or cap.not_resumable):
+            # The frame runs as Python (NumPy rejects the program, or the break cannot
+            # resume): guards over symbolic sizes let it do so for every size.
+            return cap
         logs.log("recompiles", lambda: f"{fn.__qualname__}: symbolic sizes dropped "
-                 f"({'a graph break' if cap.break_reason else 'no symbolic size left'}); static capture")
+                 f"({'capture failed' if cap.graph is None else 'no symbolic size left'}); static capture")
     return _capture(fn, L, wrap_function, allow_breaks, scalars_as_inputs, None)
 
 
@@ -110,18 +116,19 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
         result = tracer.run()
         output.functional.install_guards()
         output.add_size_inputs()
-        if output.side_effects or output.functional.write_backs_pending() or output.functional.aliases(result):
+        if output.side_effects or output.functional.write_backs_pending() or output.functional.aliases(result) \
+                or _builds_objects(result):
             # Code after the graph: write back, replay effects, rebuild views and arguments.
             if wrap_function is None:
                 raise Unsupported("side effects on the caller's objects need the compiled epilogue")
-            plan = plan_epilogue(output, result, wrap_function)
+            plan = plan_epilogue(output, result, wrap_function, tracer.instructions[tracer.ip - 1].positions)
             output.graph.output(plan.outputs)
             _freeze_sizes(output)
             return Capture(passes.drop_inner_copies(output.graph), output.guards,
                            output.input_exprs(), None, None, time.perf_counter() - start,
                            break_plan=plan)
         outputs: list[ir.Node] = []
-        spec = _output_spec(result, outputs)
+        spec = _output_spec(result, outputs, output, {"CLOSURE": fn.__closure__ or (), "B": frame_builtins(fn)})
         output.graph.output(outputs)
         _freeze_sizes(output)
         graph = passes.drop_inner_copies(output.graph)
@@ -134,12 +141,17 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
             try:
                 if not e.resumable:
                     raise NotResumable(e.reason)
+                output.guards.forget_after(tracer.snapshot.guards, {s.expr for s in output.input_sources})
                 output.functional.install_guards()
-                plan = plan_graph_break(tracer, output, wrap_function, wrap_function)
+                output.add_size_inputs()
+                plan = plan_graph_break(tracer, output, lambda f: wrap_function(f, is_resume=True),
+                                        wrap_function)
             except (NotResumable, Unsupported) as why:
+                _freeze_sizes(output)
                 return Capture(None, output.guards, output.input_exprs(), None, reason,
                                time.perf_counter() - start, not_resumable=str(why))
             output.graph.output(plan.outputs)
+            _freeze_sizes(output)
             graph = passes.drop_inner_copies(output.graph)
             return Capture(graph, output.guards, output.input_exprs(), None, reason,
                            time.perf_counter() - start, break_plan=plan)
@@ -155,6 +167,27 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
                    time.perf_counter() - start)
 
 
+def _builds_objects(result: VariableTracker) -> bool:
+    """Does returning ``result`` build objects the trace made (then the code after the
+    graph builds them, once each, reconstruct.py) or hold one list or dict twice?"""
+    seen: set[int] = set()
+
+    def walk(var: VariableTracker) -> bool:
+        if isinstance(var, NewObjectVariable):
+            return True
+        if isinstance(var, (ListVariable, DictVariable)) and var.source is None:
+            if id(var) in seen:
+                return True
+            seen.add(id(var))
+        if isinstance(var, (TupleVariable, ListVariable)) and var.source is None:
+            return any(walk(v) for v in var.items)
+        if isinstance(var, DictVariable) and var.source is None:
+            return any(walk(v) for v in var.items.values())
+        return False
+
+    return walk(result)
+
+
 def _freeze_sizes(output: OutputGraph) -> None:
     """The trace is over: its size relations become guards, and from now on an
     undecided relation is an error, never a silent guess."""
@@ -163,31 +196,57 @@ def _freeze_sizes(output: OutputGraph) -> None:
         output.symbols.env.mode = "frozen"
 
 
-def _output_spec(var: VariableTracker, outputs: list[ir.Node]) -> Any:
-    """Describe the return value as a tree whose array leaves index ``outputs``."""
+def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGraph | None = None,
+                 frame: dict | None = None) -> Any:
+    """Describe the return value as a tree whose array leaves index ``outputs``;
+    ``frame`` holds the names besides ``L`` and ``G`` that sources read
+    (``CLOSURE``, ``B``), for the leaves read from the frame."""
+    frame = frame or {}
+
+    def reader(expr: str) -> Callable[[dict, dict], Any]:
+        return eval(f"lambda L, G: {expr}", dict(frame))
+
     if isinstance(var, ArrayVariable):
         node = var.node
         if node not in outputs:
             outputs.append(node)
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
-        return ("const", specialize_sizes(var.value))  # a size returned: its value, guarded
-    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None \
-            and var.source.expr.startswith(("L[", "G[")):
+        sizes = _size_expression(var.value, output)
+        if sizes is not None:  # sizes returned (x.shape): read from the frame, for every size
+            return ("frame", reader(sizes))
+        return ("const", specialize_sizes(var.value))
+    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None:
         # The caller's own list or dict (unchanged, or the epilogue would return it).
-        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+        return ("frame", reader(var.source.expr))
+    if isinstance(var, NamedTupleVariable):
+        return ("namedtuple", (var.cls, [_output_spec(v, outputs, output, frame) for v in var.items]))
     if isinstance(var, (TupleVariable, ListVariable)):
         kind = "tuple" if isinstance(var, TupleVariable) else "list"
-        return (kind, [_output_spec(v, outputs) for v in var.items])
+        return (kind, [_output_spec(v, outputs, output, frame) for v in var.items])
     if isinstance(var, DictVariable):
-        return ("dict", {k: _output_spec(v, outputs) for k, v in var.items.items()})
+        return ("dict", {k: _output_spec(v, outputs, output, frame) for k, v in var.items.items()})
     if isinstance(var, UserObjectVariable) and var.source is not None:
         # Only its type is guarded: return the object this call was given.
-        return ("frame", eval(f"lambda L, G: {var.source.expr}"))
+        return ("frame", reader(var.source.expr))
     if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType) \
             and var.bound_self is None:
         return ("const", var.fn)
     raise Unsupported(f"returning {var.describe()} is not supported yet")
+
+
+def _size_expression(value: Any, output: OutputGraph | None) -> str | None:
+    """A symbolic size (or a tuple of sizes and ints, a shape) as a Python expression
+    over the frame's arrays; None for anything else (specialized, with a guard)."""
+    if output is None or output.symbols is None or not is_symbolic(value):
+        return None
+    sources = output.symbols.env.sources
+    if isinstance(value, Sym):
+        return f"({value.render(lambda s: f'({sources[s]})')})"
+    if type(value) is tuple and all(type(v) is int or isinstance(v, Sym) for v in value):
+        parts = [repr(v) if type(v) is int else _size_expression(v, output) for v in value]
+        return None if None in parts else "(" + "".join(f"{p}, " for p in parts) + ")"
+    return None
 
 
 def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
@@ -205,6 +264,9 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         return payload(L, G)
     if kind == "dict":
         return {k: rebuild(s, values, L, G) for k, s in payload.items()}
+    if kind == "namedtuple":
+        cls, specs = payload
+        return tuple.__new__(cls, [rebuild(s, values, L, G) for s in specs])
     items = [rebuild(s, values, L, G) for s in payload]
     return tuple(items) if kind == "tuple" else items
 
@@ -232,6 +294,7 @@ def compile_entry(
     cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume,
                   dynamic=dynamic)
     fb = frame_builtins(fn)
+    cap.guards.rename(getattr(fn, "stack_names", {}))  # a resume function's stack, in the user's words
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
     RECORDERS and RECORDERS[-1].append(cap)
@@ -281,11 +344,20 @@ def compile_entry(
                  + bytecode.side_by_side(f"original {fn.__qualname__}", bytecode.format_bytecode(fn.__code__),
                                          "transformed", bytecode.format_bytecode(transformed.__code__)))
 
+        resumes = cap.break_plan.resumes
+
         def run_transformed(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
             try:
-                return transformed(L, G)
+                outcome = transformed(L, G)
             except GraphRaised as e:
                 return _run_as_python(fn, args, kwargs, e.error)
+            if not resumes:
+                return outcome
+            # The resume function is called here, after the transformed function has
+            # returned: a traceback from the code after the break then shows the
+            # user's function once, at the line that raised (user_code.py).
+            resume, resume_args = outcome
+            return resume(*resume_args)
 
         return CacheEntry(guard, cap, run_transformed, compiled, seconds)
 
@@ -320,9 +392,11 @@ def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any
     namespace = {"B": builtins_dict, "CLOSURE": fn.__closure__ or (), "___graph": compiled,
                  "___GraphRaised": GraphRaised,
                  "___asarray": np.asarray, "___size_input": size_input, **plan.namespace}
-    filename = f"<minicompile transformed {fn.__qualname__}>"
-    exec(compile(plan.source, filename, "exec"), namespace)
+    # Compiled as the user's function at the line of the break: a traceback through
+    # it (the instruction it runs raising) shows that line of the user's file.
+    exec(user_code.compile_at(plan.source, fn.__code__, plan.positions, "transformed"), namespace)
     transformed = namespace["transformed"]
+    transformed.__qualname__ = f"{fn.__qualname__} (transformed)"
     transformed.source = plan.source
     return transformed
 

@@ -1,8 +1,10 @@
 """The compiled function users call: cache lookup, guard checks, recompiles.
 
-``mc.compile(fn)`` returns an :class:`OptimizedFunction`.  Each call binds the
-arguments to the function's parameters (``L``), tries the cache entries'
-guard functions in order, and runs the first entry whose guards hold.  On a
+``mc.compile(fn)`` returns an :class:`OptimizedFunction`; ``fn`` may be any
+callable — a model object is traced as ``type(model).__call__`` with ``self``
+bound (callables.py).  Each call binds the arguments to the function's
+parameters (``L``), tries the cache entries' guard functions in order, and
+runs the first entry whose guards hold.  On a
 miss it captures and compiles a new entry — logging which guard of the newest
 entry failed — until ``config.recompile_limit`` entries exist; after that the
 function runs eagerly, with one warning.
@@ -17,10 +19,12 @@ traced: calling one returns a suspended frame that runs later, one ``next``
 or ``await`` at a time, which a graph cannot stand for.  They run as Python —
 the real function, so the caller gets a real generator or coroutine — with
 one warning per function saying so (``fullgraph=True`` raises instead).
+
+An exception leaving a compiled call has minicompile's own frames cut from its
+traceback, so it reads as eager's (user_code.py).
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import threading
 import time
@@ -31,6 +35,7 @@ from typing import Any
 
 from .. import config, logs
 from ..profiler import hooks as profiler_hooks
+from . import callables, user_code
 from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
 from .dynamic_shapes import DynamicPolicy, changed_dims
@@ -63,13 +68,23 @@ _ALL: "weakref.WeakSet[OptimizedFunction]" = weakref.WeakSet()  # for mc.reset()
 
 
 class OptimizedFunction:
-    def __init__(self, fn: types.FunctionType, backend: Backend, fullgraph: bool, backend_name: str,
-                 dynamic: bool | None = None, warn_python_only: bool = True):
-        if not isinstance(fn, types.FunctionType):
-            raise TypeError(
-                f"minicompile.compile expects a Python function, got {type(fn).__name__}"
-            )
+    """A compiled callable.  ``fn`` may be any callable (callables.py says what
+    is traced for each kind); ``self.fn`` is the Python function traced, and
+    ``self.target`` binds the arguments put before the caller's (``self`` of a
+    bound method or of an object with ``__call__``, a partial's arguments).
+    The result looks like the original: its name and docstring, bound when read
+    from an instance (``__get__``), and any other attribute read through to it."""
+
+    def __init__(self, fn: Any, backend: Backend, fullgraph: bool, backend_name: str,
+                 dynamic: bool | None = None, warn_python_only: bool = True, is_resume: bool = False):
+        original = fn.original if isinstance(fn, OptimizedFunction) else fn
+        self.original = original
+        self.target = callables.resolve(original)
+        setattr(self, callables.TARGET_ATTRIBUTE, self.target)
+        fn = self.target.fn
         self.fn = fn
+        self._bound = bool(self.target.args or self.target.kwargs)
+        self.is_resume = is_resume  # a resume function of a graph break (resume_execution.py)
         self.backend = backend
         self.backend_name = backend_name
         self.fullgraph = fullgraph
@@ -85,27 +100,45 @@ class OptimizedFunction:
         self.python_only = python_only_kind(fn)
         self._warn_python_only = warn_python_only  # False for the functions a graph break calls
         self._told_python_only = False
-        functools.update_wrapper(self, fn)
+        self.__dict__.update(callables.wrapper_attributes(original))
+        # Functions this one hands work to at graph breaks, by code (a resume
+        # function) or by identity (a callee): one compiled function each, whose
+        # cache (dynamic shapes included) outlives a recompile of this one.
+        self._handed: dict[Any, OptimizedFunction] = {}
         if fn.__code__.co_flags & inspect.CO_COROUTINE and hasattr(inspect, "markcoroutinefunction"):
             inspect.markcoroutinefunction(self)  # inspect.iscoroutinefunction(compiled) as for fn
         _ALL.add(self)
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the wrapper lacks: the compiled object's attributes, as
+        # torch.compile's OptimizedModule reads its module's.
+        original = self.__dict__.get("original")
+        if original is None:
+            raise AttributeError(name)
+        return getattr(original, name)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
-            return profiler_hooks.active.call_compiled(self, args, kwargs)
+        if self._bound:  # a method, an object, a partial: its own arguments first
+            args, kwargs = self.target.bind(args, kwargs)
         try:
-            L = self._bind(*args, **kwargs)
-        except TypeError:
-            return self.fn(*args, **kwargs)  # let Python report the bad call itself
-        G = self.fn.__globals__
-        for entry in self.cache:
+            if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
+                return profiler_hooks.active.call_compiled(self, args, kwargs)
             try:
-                hit = entry.guard(L, G)
-            except Exception:  # e.g. an attribute a guard reads is gone: not a hit
-                hit = False
-            if hit:
-                return entry.run(L, G, args, kwargs)
-        return self._miss(L, G, args, kwargs)
+                L = self._bind(*args, **kwargs)
+            except TypeError:
+                return self.fn(*args, **kwargs)  # let Python report the bad call itself
+            G = self.fn.__globals__
+            for entry in self.cache:
+                try:
+                    hit = entry.guard(L, G)
+                except Exception:  # e.g. an attribute a guard reads is gone: not a hit
+                    hit = False
+                if hit:
+                    return entry.run(L, G, args, kwargs)
+            return self._miss(L, G, args, kwargs)
+        except BaseException as error:
+            user_code.cut_traceback(error)  # the user's frames only (MINICOMPILE_LOGS=+internals: all)
+            raise
 
     def lookup(self, L: dict, G: dict) -> CacheEntry | None:
         """The first cache entry whose guards hold (``__call__`` inlines this loop: hot path)."""
@@ -157,8 +190,7 @@ class OptimizedFunction:
             self._mark_dynamic(L, G)
         start = time.perf_counter()
         entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
-                              is_resume=self.fn.__code__.co_name.startswith("__resume_at_"),
-                              dynamic=self.dynamic)
+                              is_resume=self.is_resume, dynamic=self.dynamic)
         self.compile_seconds += time.perf_counter() - start
         self.cache.append(entry)  # one append: a lock-free reader sees the entry or not, never half
         return entry
@@ -178,10 +210,19 @@ class OptimizedFunction:
                  "symbolic " + ", ".join(src if axis is None else f"{src}.shape[{axis}]"
                                          for src, axis in sorted(dims, key=lambda d: (d[0], d[1] is not None, d[1] or 0))))
 
-    def _wrap_function(self, fn: types.FunctionType) -> "OptimizedFunction":
-        """Resume functions and callees that broke are compiled like this one."""
-        return OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode,
-                                 warn_python_only=False)
+    def _wrap_function(self, fn: types.FunctionType, is_resume: bool = False) -> "OptimizedFunction":
+        """Resume functions and callees that broke are compiled like this one, once
+        each: a recompile of this function that breaks at the same place hands
+        work to the same compiled function, so what it learnt (its cache entries,
+        its dynamic sizes) is kept.  A resume function is known by its code, a
+        callee by identity (two closures of one code are two functions)."""
+        key = fn.__code__ if is_resume else id(fn)
+        handed = self._handed.get(key)
+        if handed is None or (not is_resume and handed.fn is not fn):
+            handed = OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode,
+                                       warn_python_only=False, is_resume=is_resume)
+            self._handed[key] = handed
+        return handed
 
     def why_miss(self, L: dict, G: dict) -> str:
         """Which guard of the newest cache entry fails for this frame."""
@@ -193,6 +234,7 @@ class OptimizedFunction:
 
     def reset(self) -> None:
         self.cache.clear()
+        self._handed.clear()
         self.compile_seconds = 0.0
         self._warned_limit = False
         self._told_python_only = False

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import ir
+from .callables import resolve
 from .convert_frame import RECORDERS, Capture
 from .eval_frame import OptimizedFunction, python_only_kind, python_only_reason
 from .exc import BreakReason
@@ -58,7 +59,8 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
     Like ``torch._dynamo.explain`` it really runs the function, so that the code
     after each graph break (the resume functions) is traced and reported too.
     """
-    target = fn.fn if isinstance(fn, OptimizedFunction) else fn
+    original = fn.original if isinstance(fn, OptimizedFunction) else fn
+    target = resolve(original).fn  # a method, an object with __call__, a partial: its function
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         kind = python_only_kind(target)
@@ -69,7 +71,7 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         RECORDERS.append(captures)
         try:
             dynamic = fn.dynamic.mode if isinstance(fn, OptimizedFunction) else None
-            OptimizedFunction(target, lambda graph, example_inputs: graph, False, "eager", dynamic)(*args, **kwargs)
+            OptimizedFunction(original, lambda graph, example_inputs: graph, False, "eager", dynamic)(*args, **kwargs)
         finally:
             RECORDERS.pop()
         out = ExplainOutput()

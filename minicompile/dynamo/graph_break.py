@@ -21,6 +21,7 @@ their first call, so the code after a break gets a graph of its own.
 from __future__ import annotations
 
 import dis
+import linecache
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -31,6 +32,7 @@ from .bytecode import CURRENT as VERSION
 from .exc import NotResumable
 from .output_graph import OutputGraph
 from .reconstruct import Reconstructor
+from .user_code import is_library_code
 from .resume_execution import can_resume, covered_by_exception_table, inside_loop, make_resume_code
 from .variables.base import NULL, ConstantVariable, VariableTracker
 from .variables.containers import TupleVariable
@@ -54,6 +56,12 @@ class BreakPlan:
     outputs: list[ir.Node]     # graph outputs the transformed code reads
     source: str                # the transformed function, as Python source
     namespace: dict[str, Any]  # the objects its source refers to (graph, resume functions, ...)
+    # Where in the user's code the transformed function stands (dis.Positions of the
+    # instruction it runs, or of the return): its frame in a traceback shows that.
+    positions: Any = None
+    # A break: the transformed function returns (resume function, its arguments), for
+    # the caller to call; an epilogue returns the frame's return value.
+    resumes: bool = False
 
 
 def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.FunctionType], Any],
@@ -67,6 +75,7 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
         raise NotResumable("the instruction had already changed a traced list or dict")
     instructions = tracer.instructions
     inst = instructions[state.index]
+    positions = inst.positions
     if covered_by_exception_table(code, inst.offset):
         raise NotResumable("the break is inside a try/with block or a comprehension")
     if inside_loop(instructions, inst.offset):
@@ -120,11 +129,20 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
 
     def resume_call(offset: int, pushed: list[str]) -> str:
         slots = [v is not NULL for v in stack] + [True] * len(pushed)
-        resume_code = make_resume_code(code, offset, slots, unbound, f"__resume_at_{offset}")
+        resume_code = make_resume_code(code, offset, slots, unbound)
+        line = _line_at(instructions, offset)
         fn = types.FunctionType(resume_code, tracer.f_globals, resume_code.co_name)
-        logs.log("bytecode", lambda: f"{resume_code.co_qualname}:\n{bytecode.format_bytecode(resume_code)}")
+        # Tracebacks show it as the function it continues (its code's name); logs say more.
+        fn.__qualname__ = f"{resume_code.co_qualname} (resumed at line {line})"
+        # Its stack parameters, in the user's words (guards print these).
+        values = [v for v in stack if v is not NULL] + [None] * len(pushed)
+        params = resume_code.co_varnames[len(code.co_varnames):]
+        fn.stack_names = {**getattr(tracer.fn, "stack_names", {}),
+                          **{f"L[{p!r}]": _stack_name(v, code, positions) for p, v in zip(params, values)}}
+        logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(resume_code)}")
         name = w.named(f"___resume_at_{offset}", make_resume(fn))
-        return f"{name}({', '.join(local_exprs + below + pushed)})"
+        arguments = "".join(f"{a}, " for a in local_exprs + below + pushed)
+        return f"{name}, ({arguments})"
 
     # Reads first (w.lines), then the effects traced before the break, then the instruction.
     effects = _effects(output, w)
@@ -141,18 +159,57 @@ def plan_graph_break(tracer, output: OutputGraph, make_resume: Callable[[types.F
             body.append(f"    ___result = {result}")
         body.append(f"    return {resume_call(instructions[next_index].offset, pushed)}")
     header = ["def transformed(L, G):"] + [f"    {line}" for line in _call_graph(output)]
-    return BreakPlan(w.outputs, "\n".join(header + body), w.namespace)
+    return BreakPlan(w.outputs, "\n".join(header + body), w.namespace, positions, resumes=True)
 
 
 def plan_epilogue(output: OutputGraph, result: VariableTracker,
-                  wrap_callee: Callable[[Any], Any]) -> BreakPlan:
+                  wrap_callee: Callable[[Any], Any], positions: Any = None) -> BreakPlan:
     """The code after a complete graph when the trace had side effects:
-    read the return value, replay the effects, return."""
+    read the return value, replay the effects, return.  ``positions``: those of
+    the return it stands for."""
     w = Reconstructor(output, wrap_callee)
     ret = w.expr(result)
     effects = _effects(output, w)
     lines = _call_graph(output) + w.read_lines() + effects + [f"return {ret}"]
-    return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace)
+    return BreakPlan(w.outputs, "def transformed(L, G):\n" + "\n".join("    " + l for l in lines), w.namespace,
+                     positions)
+
+
+def _stack_name(var: VariableTracker | None, code: types.CodeType, positions: Any) -> str:
+    """How a resume function's stack parameter reads to the user: the expression whose
+    value it is (``<x.item()>``, for the result of the instruction that broke), the
+    caller's name for a value of theirs (``<x>``), else where it was on the stack."""
+    if var is None:
+        text = _source_text(code.co_filename, positions)
+        if text:
+            return f"<{text}>"
+    elif var.source is not None and var.source.expr.startswith(("L[", "G[")):
+        return "<" + var.source.expr[2:].replace("']", "", 1).lstrip("'") + ">"
+    line = getattr(positions, "lineno", None)
+    return f"<a value on the stack at line {line}>"
+
+
+def _source_text(filename: str, positions: Any) -> str | None:
+    """The user's source text at ``positions`` (one line, trimmed), if it can be read."""
+    line_no = getattr(positions, "lineno", None)
+    if not line_no:
+        return None
+    line = linecache.getline(filename, line_no)
+    if not line:
+        return None
+    raw = line.encode()
+    start = positions.col_offset or 0
+    end = positions.end_col_offset if positions.end_lineno == line_no and positions.end_col_offset else len(raw)
+    text = raw[start:end].decode(errors="replace").strip()
+    return text + ("..." if positions.end_lineno != line_no else "") if text else None
+
+
+def _line_at(instructions: list, offset: int) -> int | None:
+    """The source line of the first instruction at or after ``offset`` that has one."""
+    for inst in instructions:
+        if inst.offset >= offset and inst.positions is not None and inst.positions.lineno is not None:
+            return inst.positions.lineno
+    return None
 
 
 def _call_graph(output: OutputGraph) -> list[str]:
@@ -196,8 +253,12 @@ def _call_source(w: Reconstructor, inst: dis.Instruction, stack: list, state, co
 
 
 def _callable(w: Reconstructor, fn: VariableTracker) -> str:
-    # A Python function called here is where the trace broke: compile it on its own.
-    return w.callee(fn) if isinstance(fn, UserFunctionVariable) else w.expr(fn)
+    """The function the broken call calls.  A function of the user's is where the
+    trace broke: it is compiled on its own (and traced up to its own break); a
+    library's (``json.dumps``) runs as it is."""
+    if isinstance(fn, UserFunctionVariable):
+        return w.callee(fn, compiled=not is_library_code(fn.code))
+    return w.expr(fn)
 
 
 def w_value(var: VariableTracker) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -45,11 +45,33 @@ class GuardSet:
     guards: list[Guard] = field(default_factory=list)
     # Objects a guard compares against by identity or equality, by name.
     constants: dict[str, Any] = field(default_factory=dict)
+    # Frame expressions minicompile made up (a resume function's stack parameters,
+    # ``L['___stack0']``) -> how they read to the user (``<x.item()>``).
+    names: dict[str, str] = field(default_factory=dict)
+
+    def readable(self, text: str) -> str:
+        """``text`` with the expressions minicompile made up in the user's words."""
+        for expr, name in self.names.items():
+            text = text.replace(expr, name)
+        return text
+
+    def rename(self, names: dict[str, str]) -> None:
+        """Print the guards that read ``names``' expressions in the user's words."""
+        self.names.update(names)
+        self.guards = [g if self.readable(g.text or g.check) == (g.text or g.check)
+                       else replace(g, text=self.readable(g.text or g.check)) for g in self.guards]
 
     def add(self, source: Source, check: str, subject: str, lineno: int | None, **what: Any) -> None:
         if any(g.check == check for g in self.guards):
             return
         self.guards.append(Guard(source, check, subject, lineno, **what))
+
+    def forget_after(self, count: int, keep: set[str]) -> None:
+        """Drop the guards added after the first ``count``, except those on the sources
+        in ``keep``.  A graph break runs the instruction that broke in CPython, so
+        what the trace assumed while it tried to follow that instruction (inside a
+        library function, say) no longer matters; the graph's inputs still do."""
+        self.guards = self.guards[:count] + [g for g in self.guards[count:] if g.source.expr in keep]
 
     def constant(self, value: Any) -> str:
         """A name under which ``value`` is visible to the guard function."""
@@ -150,7 +172,9 @@ class GuardSet:
 
     def source_code(self) -> str:
         body = "\n        and ".join(g.check for g in self.guards) or "True"
-        return f"def guard(L, G):\n    return (\n        {body}\n    )"
+        legend = "".join(f"# {expr}: {name}\n" for expr, name in self.names.items()
+                         if any(expr in g.check for g in self.guards))
+        return f"{legend}def guard(L, G):\n    return (\n        {body}\n    )"
 
     def compile(self, builtins: dict, closure: tuple | None) -> Callable[[dict, dict], bool]:
         namespace = self._namespace(builtins, closure)
@@ -210,7 +234,7 @@ class GuardSet:
                     except Exception as e:
                         seen = f"{type(e).__name__}: {e}"
                 line = f" (guard from line {g.lineno})" if g.lineno else ""
-                return f"{g.check}: got {g.subject} = {seen}{line}"
+                return self.readable(f"{g.check}: got {g.subject} = {seen}{line}")
         return None
 
     def __str__(self) -> str:

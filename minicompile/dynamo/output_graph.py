@@ -27,9 +27,16 @@ from .variables.frame_containers import FrameDictVariable, FrameListVariable
 from .functionalization import Functionalizer
 from .guards import GuardSet
 from .side_effects import SideEffects
-from .source import Source, item_source
+from .source import Source, attr_source, item_source
 from .variables.arrays import ArrayVariable
-from .variables.base import CONSTANT_TYPES, ConstantVariable, PythonObjectVariable, VariableTracker, specialize_sizes
+from .variables.base import (
+    CONSTANT_TYPES,
+    ConstantVariable,
+    LazyConstantVariable,
+    PythonObjectVariable,
+    VariableTracker,
+    specialize_sizes,
+)
 from .variables.containers import ListVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
 from .variables.user_objects import UserObjectVariable
@@ -90,6 +97,9 @@ class OutputGraph:
         # Bumped by every in-place change to a traced container: a graph break
         # inside an instruction that already mutated something cannot be resumed.
         self.mutations = 0
+        # Counts the root frame's instructions: an object made during the current one
+        # (its __init__ running) can still change without counting as a mutation.
+        self.step = 0
         self.side_effects = SideEffects()
         # Storages and views of the arrays the trace holds; in-place updates (functionalization).
         self.functional = Functionalizer(self)
@@ -174,6 +184,11 @@ class OutputGraph:
                 self.guards.size_int(source, sym, lineno)
             return ConstantVariable(sym, source)
         if isinstance(value, CONSTANT_TYPES):
+            if self.scalars_as_inputs and type(value) in (int, float) and source.expr.startswith("L["):
+                # A number handed to a resume function: guarded on its value once read.
+                self.guards.type_of(source, value, lineno)
+                return LazyConstantVariable(value, source, lambda: self.guards.value(
+                    source, value, getattr(self.tracer, "lineno", lineno)))
             self.guards.value(source, value, lineno)
             return ConstantVariable(value, source)
         if type(value) is tuple:
@@ -194,6 +209,14 @@ class OutputGraph:
                 callable(value) and type(value).__module__.startswith("numpy")):  # NumPy's dispatchers
             self.guards.identity(source, value, lineno)
             return PythonObjectVariable(value, source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # A bound method held as a value (cb = obj.step; a partial of one): its
+            # function by identity, its object like any other value.
+            self.guards.type_of(source, value, lineno)
+            function = attr_source(source, "__func__")
+            self.guards.identity(function, value.__func__, lineno)
+            owner = self.wrap(value.__self__, attr_source(source, "__self__"), lineno)
+            return UserFunctionVariable(value.__func__, function, bound_self=owner)
         if isinstance(value, (types.MethodType, types.GeneratorType, types.CoroutineType)) \
                 or type(value).__module__ == "builtins":
             self.guards.identity(source, type(value), lineno)

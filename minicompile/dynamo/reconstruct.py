@@ -24,9 +24,9 @@ from .functionalization import is_c_contiguous, storage_array
 from .output_graph import OutputGraph
 from .variables.arrays import ArrayVariable
 from .variables.base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker
-from .variables.containers import DictVariable, ListVariable, TupleVariable
+from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .variables.functions import UserFunctionVariable
-from .variables.user_objects import UserObjectVariable
+from .variables.user_objects import NewObjectVariable, UserObjectVariable
 
 
 class Reconstructor:
@@ -72,6 +72,8 @@ class Reconstructor:
         key = id(var)
         if key in self.memo:
             return self.memo[key]
+        if isinstance(var, NewObjectVariable):
+            return self.new_object(var)
         text = self._expr(var)
         if not (text.isidentifier() or _is_literal(text)):
             # Read once, into a temporary, before any side effect is replayed:
@@ -116,6 +118,16 @@ class Reconstructor:
             base = step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl), base, self.literal)
         return base
 
+    def new_object(self, var: NewObjectVariable) -> str:
+        """An object the trace made: made here from its class, then given its
+        attributes (named first, so an attribute may refer back to the object)."""
+        name = f"___v{len(self.memo)}"
+        self.memo[id(var)] = name
+        self.lines.append(f"{name} = {self.named('___new_object', new_object)}({self.const(var.cls)})")
+        attrs = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in var.attrs.items())
+        self.lines.append(f"{self.named('___set_attributes', set_attributes)}({name}, {{{attrs}}})")
+        return name
+
     def read_lines(self) -> list[str]:
         """The lines that read every value, sizes first."""
         return list(self.sizes.values()) + self.lines
@@ -125,11 +137,12 @@ class Reconstructor:
         self.lines.append(f"{name} = {text}")
         return name
 
-    def callee(self, var: UserFunctionVariable) -> str:
-        """A function whose call broke the graph: run it compiled on its own."""
+    def callee(self, var: UserFunctionVariable, compiled: bool = True) -> str:
+        """A function whose call broke the graph: run it compiled on its own (or, not
+        ``compiled``, as it is: library code)."""
         if not isinstance(var.fn, types.FunctionType):
             raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
-        fn = self.const(self.callee_wrapper(var.fn))
+        fn = self.const(self.callee_wrapper(var.fn) if compiled else var.fn)
         if var.bound_self is not None:
             return f"{self.const(types.MethodType)}({fn}, {self.expr(var.bound_self)})"
         return fn
@@ -143,6 +156,9 @@ class Reconstructor:
             return self.literal(var.value)
         if isinstance(var, PythonObjectVariable):
             return self.literal(var.value)
+        if isinstance(var, NamedTupleVariable):
+            inner = "".join(f"{self.expr(v)}, " for v in var.items)
+            return f"{self.named('___tuple_new', tuple.__new__)}({self.const(var.cls)}, ({inner}))"
         if isinstance(var, TupleVariable):
             inner = "".join(f"{self.expr(v)}, " for v in var.items)
             return f"({inner})"
@@ -159,6 +175,19 @@ class Reconstructor:
         if isinstance(var, UserFunctionVariable) and isinstance(var.fn, types.FunctionType):
             return self.callee(var)
         raise NotResumable(f"cannot rebuild {var.describe()} after a graph break")
+
+
+def new_object(cls: type) -> Any:
+    """An instance of ``cls`` with no attributes yet (``object.__new__``: its
+    ``__init__`` ran in the trace, its attributes follow)."""
+    return object.__new__(cls)
+
+
+def set_attributes(obj: Any, attrs: dict[str, Any]) -> None:
+    """Give ``obj`` the attributes the traced code gave it, past any ``__setattr__``
+    of its class (a frozen dataclass's ``__init__`` writes its fields the same way)."""
+    for name, value in attrs.items():
+        object.__setattr__(obj, name, value)
 
 
 def _is_literal(text: str) -> bool:

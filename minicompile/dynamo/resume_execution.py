@@ -105,8 +105,13 @@ def can_resume(code: types.CodeType) -> str | None:
 
 
 def make_resume_code(code: types.CodeType, target_offset: int, stack: list[bool],
-                     unbound: list[str], name: str) -> types.CodeType:
+                     unbound: list[str]) -> types.CodeType:
     """A code object that starts ``code`` at ``target_offset``.
+
+    It keeps the name, qualified name, file and line table of ``code``, so a
+    traceback from it reads as the original function at the line that raised
+    (TorchDynamo names it ``__resume_at_N``; the compiled function that runs it
+    is named so in the transformed function's namespace).
 
     ``stack`` has one entry per stack slot at the target, bottom first: True
     for a value (passed as parameter ``___stack{i}``), False for a NULL.
@@ -157,8 +162,6 @@ def make_resume_code(code: types.CodeType, target_offset: int, stack: list[bool]
         co_nlocals=len(params),
         co_varnames=tuple(params),
         co_flags=flags,
-        co_name=name,
-        co_qualname=f"{code.co_qualname}.<locals>.{name}" if hasattr(code, "co_qualname") else name,
         co_linetable=bytes(linetable) + code.co_linetable,
         co_exceptiontable=shift_exception_table(code.co_exceptiontable, units),
         co_stacksize=code.co_stacksize + len(stack) + 1,

@@ -4,13 +4,13 @@ It runs a function's bytecode without running the function.  The stack and
 the locals hold variable trackers instead of values.  Each handler pops its
 operands, hands them to the code of their kind of value — the ``variables/``
 package, where builtins.py dispatches operators, subscripts, attributes and
-calls to arrays.py, containers.py, functions.py, user_objects.py and
-numpy_calls.py — and pushes the result.  Array operations append nodes to the
+calls to arrays.py, containers.py, functions.py, user_objects.py,
+user_classes.py and numpy_calls.py — and pushes the result.  Array operations append nodes to the
 :class:`OutputGraph`; Python values are computed for real, at trace time, and
 become constants of the graph, guarded where they came from the frame.  When
 it meets something it cannot follow it raises :class:`Unsupported`, and
 :meth:`InstructionTranslator.run` records the reason with the user's file and
-line.
+line — for a break inside library code, the user's line that called into it.
 
 Version differences (where CPython puts a call's NULL, how keyword names reach
 CALL) come from :mod:`minicompile.dynamo.bytecode`; the handlers below are
@@ -27,8 +27,9 @@ from . import bytecode
 from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
+from .user_code import is_user_file
 from .source import attr_source, builtin_source, global_source, item_source, local_source
-from .variables.base import NULL, ConstantVariable, VariableTracker
+from .variables.base import NULL, ConstantVariable, PythonObjectVariable, VariableTracker
 from .variables.builtins import (
     binary,
     call_function,
@@ -62,6 +63,7 @@ from .variables.functions import (
     set_function_attribute,
     store_deref,
 )
+from .variables.user_classes import SuperVariable, describe_raise, enter_context, super_attr
 from .variables.user_objects import delete_attr, store_attr
 
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
@@ -77,6 +79,7 @@ class FrameState:
     deleted: set
     kw_names: tuple
     mutations: int  # count of container mutations so far (see OutputGraph.mutations)
+    guards: int  # how many guards the capture had (see GuardSet.forget_after)
 
 
 class InstructionTranslator:
@@ -104,8 +107,20 @@ class InstructionTranslator:
         self.locals: dict[str, VariableTracker] = dict(bound or {})
         self.kw_names: tuple[str, ...] = ()
         self.ip = 0
-        self.lineno: int | None = self.code.co_firstlineno
+        self.lineno: int | None = self._first_line()
         self.return_value: VariableTracker | None = None
+
+    def _first_line(self) -> int | None:
+        """The line of the first instruction that runs; a resume function's prologue has
+        none, so its jump is followed to the line it resumes at (which the guards on
+        its parameters then name)."""
+        i = 0
+        while i < len(self.instructions):
+            inst = self.instructions[i]
+            if inst.positions is not None and inst.positions.lineno is not None:
+                return inst.positions.lineno
+            i = self.index_of[inst.argval] if inst.opname == "JUMP_FORWARD" else i + 1
+        return self.code.co_firstlineno
 
     # -- driver ------------------------------------------------------------------
 
@@ -117,11 +132,14 @@ class InstructionTranslator:
                 # What the frame looked like before this instruction: a graph
                 # break here resumes from exactly this state.
                 self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
-                                           set(self.deleted), self.kw_names, self.output.mutations)
+                                           set(self.deleted), self.kw_names, self.output.mutations,
+                                           len(self.output.guards.guards))
                 self.ip += 1
                 if inst.positions is not None and inst.positions.lineno is not None:
                     self.lineno = inst.positions.lineno
                 self.output.tracer = self  # an inlined call's translator set it: take it back
+                if self.parent is None:
+                    self.output.step += 1
                 handler = getattr(self, inst.opname, None)
                 if handler is None:
                     raise Unsupported(f"bytecode {inst.opname} is not supported yet")
@@ -130,9 +148,19 @@ class InstructionTranslator:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
         except Unsupported as e:
-            frame = f"{self.code.co_filename}:{self.lineno} in {self.code.co_name}"
+            filename = self.code.co_filename
+            frame = f"{filename}:{self.lineno} in {self.code.co_name}"
             if not hasattr(e, "where"):  # the innermost frame knows the line
-                e.where = BreakReason(e.reason, self.code.co_filename, self.lineno, e.numpy_error)
+                e.where = BreakReason(e.reason, filename, self.lineno, e.numpy_error)
+            if not is_user_file(filename):
+                # Library code (or code made by exec, a dataclass's __init__): remember which
+                # function the user called, and report the break at the user's line.
+                e.library_call = getattr(self.fn, "__qualname__", self.code.co_qualname)
+                e.library_module = self.f_globals.get("__name__")
+            elif not is_user_file(e.where.filename):
+                called = ".".join(p for p in (getattr(e, "library_module", None), e.library_call) if p)
+                e.where = replace(e.where, reason=f"{e.where.reason} (in {called}, called here)",
+                                  filename=filename, lineno=self.lineno)
             e.where = replace(e.where, user_stack=(frame,) + e.where.user_stack)
             raise
 
@@ -188,7 +216,7 @@ class InstructionTranslator:
             var = wrap_value(builtins_dict[name])
             var.source = builtin_source(name)
             return var
-        raise Unsupported(f"name {name!r} is not defined")
+        raise Unsupported(f"NameError: name {name!r} is not defined", numpy_error=True)
 
     def frames(self) -> list["InstructionTranslator"]:
         frame, chain = self, []
@@ -276,6 +304,16 @@ class InstructionTranslator:
     def LOAD_METHOD(self, inst) -> None:  # 3.11
         self.push_method(get_attr(self, self.pop(), inst.argval))
 
+    def LOAD_SUPER_ATTR(self, inst) -> None:  # 3.12+: super().name, super(cls, obj).name
+        obj, cls, global_super = self.pop(), self.pop(), self.pop()
+        if not (isinstance(global_super, PythonObjectVariable) and global_super.value is builtins.super):
+            raise Unsupported("super is not the builtin super")
+        attr = super_attr(self, SuperVariable(python_value(cls), obj), inst.argval)
+        if inst.arg & 1:
+            self.push_method(attr)
+        else:
+            self.push(attr)
+
     def STORE_ATTR(self, inst) -> None:
         obj, value = self.pop(), self.pop()
         store_attr(self, obj, inst.argval, value)
@@ -348,7 +386,7 @@ class InstructionTranslator:
 
     def IS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
-        self.push(ConstantVariable(is_(a, b) != bool(inst.arg)))
+        self.push(ConstantVariable(is_(self, a, b) != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst) -> None:
         b, a = self.pop(), self.pop()
@@ -434,6 +472,22 @@ class InstructionTranslator:
     RESUME = PRECALL = EXTENDED_ARG = COPY_FREE_VARS = MAKE_CELL = NOP
 
     # -- returns and generators --------------------------------------------------------------------
+
+    # -- with, raise, assert ---------------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst) -> None:
+        exit_fn, entered = enter_context(self, self.pop())
+        self.push(exit_fn)  # called with (None, None, None) where the block ends normally
+        self.push(entered)
+
+    def LOAD_ASSERTION_ERROR(self, inst) -> None:
+        self.push(PythonObjectVariable(AssertionError))
+
+    def RAISE_VARARGS(self, inst) -> None:
+        # The traced code raises: the frame runs as Python, which raises it itself
+        # (with the user's traceback), so it counts as the program's own error.
+        what = describe_raise(self.stack[-inst.arg]) if inst.arg else "a re-raised exception"
+        raise Unsupported(f"{what} (raised by the function)", numpy_error=True)
 
     def RETURN_VALUE(self, inst) -> None:
         self.return_value = self.pop()

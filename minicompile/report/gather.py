@@ -25,6 +25,7 @@ from .. import logs
 from ..api import lookup_backend
 from ..dynamo import OptimizedFunction
 from ..dynamo import eval_frame
+from ..dynamo.callables import resolve
 from ..profiler import Profile
 
 _BANNER = re.compile(r"^\[minicompile:(\w+)\]$", re.M)
@@ -78,16 +79,15 @@ def _source(fn: types.FunctionType) -> tuple[str, int, list[str]]:
 
 def gather(fn: Callable, calls: list[tuple[tuple, dict]], backend: str | Callable = "auto") -> Gathered:
     """Compile ``fn`` afresh and run it on each ``(args, kwargs)`` of ``calls``."""
-    target = fn.fn if isinstance(fn, OptimizedFunction) else fn
+    original = fn.original if isinstance(fn, OptimizedFunction) else fn
     if isinstance(fn, OptimizedFunction) and backend == "auto":
         backend = fn.backend_name if fn.backend_name in ("eager", "aot_eager", "cpp", "triton", "spyre") else fn.backend
-    if not isinstance(target, types.FunctionType):
-        raise TypeError(f"minicompile.report expects a Python function, got {type(target).__name__}")
+    target = resolve(original).fn  # a method, an object with __call__, a partial: the function traced
     backend_fn, backend_name = lookup_backend(backend)
     # Held, not only their ids: a function freed during the run could lend its id to a new one.
     existing = list(eval_frame._ALL)
     before = set(map(id, existing))
-    compiled = OptimizedFunction(target, backend_fn, False, backend_name)
+    compiled = OptimizedFunction(original, backend_fn, False, backend_name)
     previous = set(logs._enabled)
     captured = io.StringIO()
     prof = Profile()

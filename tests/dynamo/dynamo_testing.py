@@ -7,6 +7,7 @@ other value by ``==`` (NaN equal to NaN).
 """
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
@@ -49,3 +50,26 @@ def assert_same(actual: Any, expected: Any, where: str = "result") -> None:
         assert actual == expected or (_is_nan(actual) and _is_nan(expected)), (
             f"{where}: {actual!r} != {expected!r}"
         )
+
+
+def run_against_eager(make_callable, make_args, backend: str, calls: int = 2, **options: Any) -> Any:
+    """Compile a fresh ``make_callable()`` with ``backend`` and run it ``calls`` times
+    beside another fresh one run eagerly, each on fresh ``make_args()``: the results,
+    the arguments afterwards, and the callable's own state (a bound method's or a
+    compiled object's attributes) must be the same.  Returns the compiled callable."""
+    import minicompile as mc
+
+    eager, compiled_target = make_callable(), make_callable()
+    compiled = mc.compile(compiled_target, backend=backend, **options)
+    for call in range(calls):
+        eager_args, compiled_args = make_args(), make_args()
+        expected = eager(*eager_args)
+        got = compiled(*compiled_args)
+        assert_same(got, expected, f"call {call}: result")
+        assert_same(list(compiled_args), list(eager_args), f"call {call}: arguments afterwards")
+        owner_got, owner_expected = (getattr(compiled_target, "__self__", compiled_target),
+                                     getattr(eager, "__self__", eager))
+        if isinstance(getattr(owner_expected, "__dict__", None), dict) \
+                and not isinstance(owner_expected, (types.FunctionType, type)):
+            assert_same(vars(owner_got), vars(owner_expected), f"call {call}: the object's state")
+    return compiled

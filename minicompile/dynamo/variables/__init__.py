@@ -8,7 +8,10 @@ gives Python's operations on that kind their meaning in the trace:
 * ``frame_containers`` — the caller's lists and dicts, read only as far as the trace reads them;
 * ``arrays``           — ArrayVariable: operators, subscripts, attributes, in-place updates;
 * ``functions``        — user functions: inlining, closures, functions made during the trace;
-* ``user_objects``     — user objects, classes and modules: attribute reads, stores, deletions;
+* ``user_objects``     — user objects (the caller's, or made by the trace), classes and modules:
+  attribute reads, stores, deletions;
+* ``user_classes``     — making objects, calling them, ``super()``, named tuples, dataclasses,
+  ``with`` blocks, exceptions;
 * ``numpy_calls``      — NumPy functions and array methods -> graph ops, and calls that mutate;
 * ``builtins``         — Python's builtins and operators on any of these: the dispatch to the
   kind's module, and pure functions run on constants.

@@ -58,6 +58,10 @@ class ArrayVariable(VariableTracker):
         self.readonly = readonly
         self._seen = (storage, storage.version) if storage is not None else None
 
+    def python_type(self) -> type:
+        # eager holds a NumPy scalar where ``scalar`` is set (an mc.Tensor counts as an array here)
+        return self.node.meta.dtype.type if self.scalar else np.ndarray
+
     @property
     def node(self) -> Node:
         storage = self.storage

@@ -53,6 +53,8 @@ class VariableTracker:
     source: Source | None = None
 
     def python_type(self) -> type:
+        """The type of the value it stands for (``isinstance``, ``type(x)``); each kind
+        whose type is known at trace time says it."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -72,6 +74,42 @@ class ConstantVariable(VariableTracker):
     def describe(self) -> str:
         return f"{type(self.value).__name__} {self.value!r}"
 
+    def python_type(self) -> type:
+        return int if isinstance(self.value, Sym) else type(self.value)
+
+
+class LazyConstantVariable(ConstantVariable):
+    """A Python number handed to a resume function (the result of the instruction a
+    graph break ran, or a local computed before it), guarded on its value only
+    once the trace reads the value: a value only passed on (``print(loss.item())``)
+    would otherwise recompile the resume function for every value it sees.  Its
+    type is guarded from the start; reading ``.value`` installs ``guard()``."""
+
+    def __init__(self, value: Any, source: Source, guard: Any):
+        self._value = value
+        self.source = source
+        self._guard = guard
+
+    @property
+    def value(self) -> Any:  # type: ignore[override]
+        if self._guard is not None:
+            guard, self._guard = self._guard, None
+            guard()
+        return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._value = value
+
+    def python_type(self) -> type:
+        return type(self._value)  # guarded from the start
+
+    def describe(self) -> str:
+        return f"{type(self._value).__name__} {self.source}"
+
+    def __repr__(self) -> str:
+        return f"LazyConstantVariable({self.source})"
+
 
 @dataclass(eq=False)
 class PythonObjectVariable(VariableTracker):
@@ -82,6 +120,9 @@ class PythonObjectVariable(VariableTracker):
 
     def describe(self) -> str:
         return getattr(self.value, "__name__", type(self.value).__name__)
+
+    def python_type(self) -> type:
+        return type(self.value)
 
 
 @dataclass(eq=False)

@@ -28,13 +28,15 @@ import numpy as np
 
 from ...ir.symbolic import is_symbolic
 from ..exc import Unsupported
-from . import arrays, containers, functions, numpy_calls, user_objects
+from ..source import Source
+from . import arrays, containers, functions, numpy_calls, user_classes, user_objects
 from .arrays import ArrayVariable
 from .base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker, specialize_sizes
 from .containers import (
     DictVariable,
     IteratorVariable,
     ListVariable,
+    NamedTupleVariable,
     TupleVariable,
     container_methods,
     is_constant,
@@ -43,7 +45,8 @@ from .containers import (
     wrap_value,
 )
 from .functions import UserFunctionVariable, inline_call
-from .user_objects import UserObjectVariable
+from .user_classes import SuperVariable
+from .user_objects import NewObjectVariable, UserObjectVariable
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
@@ -53,7 +56,7 @@ Handler = Callable[["InstructionTranslator", list, dict], VariableTracker]
 # Callables that are safe to run at trace time on constant arguments: they are
 # pure, so running them early gives exactly the value eager execution would.
 PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range, slice,
-                 isinstance, type, getattr, hasattr, repr, format, sum, any, all, sorted}
+                 isinstance, issubclass, type, getattr, hasattr, repr, format, sum, any, all, sorted}
 PURE_MODULES = ("math",)
 
 # Trace-time functions under which a symbolic size stays symbolic (see evaluate).
@@ -72,9 +75,9 @@ def evaluate(fn: Callable, *args: Any, **kwargs: Any) -> VariableTracker:
         args, kwargs = specialize_sizes(args), {k: specialize_sizes(v) for k, v in kwargs.items()}
     try:
         return wrap_value(fn(*args, **kwargs))
-    except TypeError:
-        if not is_symbolic((args, tuple(kwargs.values()))):
-            raise
+    except TypeError as e:
+        if not is_symbolic((args, tuple(kwargs.values()))):  # the program's own error ([1.0] + 1)
+            raise Unsupported(f"TypeError: {e}", numpy_error=True) from None
         # An operator the size type does not implement (s0 ** 2, s0 / 2).
         return evaluate(lambda: fn(*specialize_sizes(args), **specialize_sizes(kwargs)))
     except Unsupported:
@@ -167,16 +170,51 @@ def unary(tx: "InstructionTranslator", kind: str, var: VariableTracker) -> Varia
     return arrays.unary(tx, op, var)
 
 
-def is_(a: VariableTracker, b: VariableTracker) -> bool:
-    """``a is b``."""
-    objects = (ListVariable, DictVariable, UserObjectVariable)
-    if isinstance(a, objects) or isinstance(b, objects):
-        return a is b  # one object is one variable (wrap deduplicates by identity, guarded)
-    if is_constant(a) and is_constant(b):
-        return specialize_sizes(python_value(a)) is specialize_sizes(python_value(b))
-    if isinstance(a, ArrayVariable) != isinstance(b, ArrayVariable):
-        return False  # an array is never None, a constant or a module
-    raise Unsupported("'is' between two arrays (their identity is not traced)")
+def is_(tx: "InstructionTranslator", a: VariableTracker, b: VariableTracker) -> bool:
+    """``a is b``, decided at trace time, with the guard that keeps the answer right
+    for later calls (one object reached through two names is one variable)."""
+    if isinstance(a, ArrayVariable) or isinstance(b, ArrayVariable):
+        if isinstance(a, ArrayVariable) and isinstance(b, ArrayVariable) and a is not b:
+            raise Unsupported("'is' between two arrays (their identity is not traced)")
+        return a is b  # an array is never None, a constant or a module
+    made = (NewObjectVariable, ListVariable, DictVariable, TupleVariable)
+    if any(isinstance(v, made) and v.source is None for v in (a, b)):
+        return a is b  # an object the trace made is itself only
+    known_a, known_b = _real_object(a), _real_object(b)
+    if known_a is _UNKNOWN or known_b is _UNKNOWN:
+        raise Unsupported(f"'is' between {a.describe()} and {b.describe()}")
+    same = known_a is known_b
+    for var, other, other_var in ((a, known_b, b), (b, known_a, a)):
+        if var.source is None or not _identity_unguarded(var):
+            continue
+        s = var.source.expr
+        other_expr = other_var.source.expr if other_var.source is not None \
+            else "None" if other is None else tx.output.guards.constant(other)
+        if not same or not _identity_unguarded(other_var):  # two names for one object: guarded already
+            tx.output.guards.add(var.source, f"{s} {'is' if same else 'is not'} {other_expr}",
+                                 f"id({s})", tx.lineno)
+    return same
+
+
+_UNKNOWN = object()
+
+
+def _real_object(var: VariableTracker) -> Any:
+    """The object ``var`` stands for, where the trace holds it (else _UNKNOWN)."""
+    if isinstance(var, ConstantVariable):
+        return specialize_sizes(var.value)
+    if isinstance(var, (PythonObjectVariable, UserObjectVariable)):
+        return var.value
+    if isinstance(var, (ListVariable, DictVariable)) and var.source is not None:
+        return var.value  # the caller's list or dict
+    if isinstance(var, UserFunctionVariable) and var.bound_self is None and isinstance(var.fn, types.FunctionType):
+        return var.fn
+    return _UNKNOWN
+
+
+def _identity_unguarded(var: VariableTracker) -> bool:
+    """A value of the caller's guarded on its type only (an object, a list, a dict)."""
+    return isinstance(var, (UserObjectVariable, ListVariable, DictVariable))
 
 
 def truth(var: VariableTracker) -> bool:
@@ -226,10 +264,18 @@ def get_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> Va
         return arrays.get_attr(tx, obj, name)
     if isinstance(obj, PythonObjectVariable) and isinstance(obj.value, types.ModuleType):
         return user_objects.module_attr(tx, obj, name)
-    if user_objects.is_user_class(obj):
-        return user_objects.class_attr(tx, obj, name)
-    if isinstance(obj, UserObjectVariable):
+    if user_objects.is_user_class(obj) or isinstance(obj, (UserObjectVariable, NewObjectVariable,
+                                                             NamedTupleVariable)):
+        method = user_classes.namedtuple_method(obj, name)  # _replace, _asdict, _make
+        if method is not None:
+            return method
+        if isinstance(obj, PythonObjectVariable):
+            return user_objects.class_attr(tx, obj, name)
         return user_objects.get_attr(tx, obj, name)
+    if isinstance(obj, SuperVariable):
+        return user_classes.super_attr(tx, obj, name)
+    if isinstance(obj, PythonObjectVariable) and obj.value is object and name in ("__setattr__", "__init__"):
+        return PythonObjectVariable(getattr(object, name))  # a frozen dataclass's __init__ sets fields so
     methods = container_methods(obj)
     if methods is not None and name in methods:
         return MethodVariable(obj, name)
@@ -253,17 +299,28 @@ def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, 
         methods = container_methods(fn.obj)
         if methods is not None:
             return methods[fn.name](tx, fn.obj, args, kwargs)
+        if user_classes.namedtuple_method(fn.obj, fn.name) is not None:
+            return user_classes.call_namedtuple_method(tx, fn, args, kwargs)
         return numpy_calls.call_method(tx, fn.obj, fn.name, args, kwargs)
     if isinstance(fn, UserFunctionVariable):
+        if fn.bound_self is None and _hashable(fn.fn) and fn.fn in user_classes.BUILTIN_HANDLERS:
+            return user_classes.BUILTIN_HANDLERS[fn.fn](tx, args, kwargs)  # dataclasses.replace
         return inline_call(tx, fn, args, kwargs)
-    if isinstance(fn, UserObjectVariable):
-        result = user_objects.call_bound_method(tx, fn, args, kwargs)
+    if isinstance(fn, (UserObjectVariable, NewObjectVariable)):
+        result = user_classes.call_object(tx, fn, args, kwargs, call_function)
         if result is not None:
             return result
+        raise Unsupported(f"calling {fn.describe()}: its class has no Python __call__")
     if not isinstance(fn, (PythonObjectVariable, ConstantVariable)):
         raise Unsupported(f"calling {fn.describe()} is not supported")
     target = fn.value
     name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    if isinstance(target, type) and issubclass(target, BaseException):
+        return user_classes.make_exception(tx, target, args, kwargs)
+    if user_objects.is_user_class(fn) and not issubclass(target, np.generic):
+        return user_classes.construct(tx, fn, args, kwargs)
+    if _hashable(target) and target in user_classes.BUILTIN_HANDLERS:
+        return user_classes.BUILTIN_HANDLERS[target](tx, args, kwargs)
     shallow = shallow_builtin(tx, target, args, kwargs)  # len(lst): its length, not its items
     if shallow is not None:
         return shallow
@@ -301,17 +358,40 @@ def _abs(tx, args, kwargs):
     return tx.output.call("absolute", {"x": args[0]})
 
 
+def _python_type(var: VariableTracker, what: str) -> type:
+    """``type(var)``, known at trace time (guarded where ``var`` came from the frame)."""
+    try:
+        return var.python_type()
+    except NotImplementedError:
+        raise Unsupported(f"{what} of {var.describe()}") from None
+
+
 def _isinstance(tx, args, kwargs):
     obj, classes = args[0], python_value(args[1])
-    kind = next((k for cls, k in ((ArrayVariable, np.ndarray), (TupleVariable, tuple), (ListVariable, list),
-                                  (DictVariable, dict)) if isinstance(obj, cls)), None)
-    if kind is None and isinstance(obj, UserObjectVariable):
-        kind = type(obj.value)  # the object's type is guarded
-    if kind is None:
-        raise Unsupported(f"isinstance() of {obj.describe()}")
-    if isinstance(obj, ArrayVariable) and obj.scalar:
-        kind = obj.node.meta.dtype.type  # eager holds a NumPy scalar here
-    return ConstantVariable(issubclass(kind, classes))
+    try:
+        return ConstantVariable(issubclass(_python_type(obj, "isinstance()"), classes))
+    except TypeError as e:
+        raise Unsupported(f"TypeError: {e}", numpy_error=True) from None
+
+
+def _type_of(tx, args, kwargs):
+    """``type(x)`` of a traced value: its class (``type(L['x'])`` where it came from the frame)."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("type() with other than one argument")
+    (var,) = args
+    cls = _python_type(var, "type()")
+    if isinstance(var, (UserObjectVariable, NewObjectVariable, NamedTupleVariable)):
+        return PythonObjectVariable(cls, user_objects.type_source(var))
+    source = var.source if isinstance(var, ArrayVariable) else None
+    return PythonObjectVariable(cls, Source(f"type({source.expr})") if source is not None else None)
+
+
+def _dict(tx, args, kwargs):
+    """``dict(pairs, **kwargs)`` / ``dict(mapping)``: a new dict."""
+    new = DictVariable({})
+    if args or kwargs:
+        containers.DICT_METHODS["update"](tx, new, args, kwargs)
+    return new
 
 
 def _zip(tx, args, kwargs):
@@ -399,6 +479,8 @@ BUILTINS: dict[Any, Handler] = {
     builtins.max: _min_max(">"),
     builtins.getattr: _getattr,
     builtins.sorted: _sorted,
+    builtins.type: _type_of,
+    builtins.dict: _dict,
     builtins.any: _truth_fold(any),
     builtins.all: _truth_fold(all),
 }

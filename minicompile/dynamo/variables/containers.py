@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ...ir.symbolic import Sym
 from ..exc import Unsupported
 from ..side_effects import Effect
 from ..source import Source
@@ -46,6 +47,25 @@ class TupleVariable(VariableTracker):
     def describe(self) -> str:
         return f"tuple of {len(self.items)}"
 
+    def python_type(self) -> type:
+        return tuple
+
+
+@dataclass(eq=False)
+class NamedTupleVariable(TupleVariable):
+    """A named tuple made by the traced code (``State(h, c)``, ``s._replace(c=...)``):
+    a tuple whose items are its fields, in order.  ``cls_source`` is where its
+    class was read (for class attributes and methods that read globals)."""
+
+    cls: type = tuple
+    cls_source: Source | None = None
+
+    def describe(self) -> str:
+        return f"{self.cls.__name__} (a named tuple)"
+
+    def python_type(self) -> type:
+        return self.cls
+
 
 @dataclass(eq=False)
 class ListVariable(VariableTracker):
@@ -58,6 +78,9 @@ class ListVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"list of {len(self.items)}"
+
+    def python_type(self) -> type:
+        return list
 
     def length(self) -> int:
         return len(self.items)
@@ -110,6 +133,9 @@ class DictVariable(VariableTracker):
     def describe(self) -> str:
         return f"dict of {len(self.items)}"
 
+    def python_type(self) -> type:
+        return dict
+
     def keys(self) -> list:
         return list(self.items)
 
@@ -156,6 +182,8 @@ def python_value(var: VariableTracker) -> Any:
     """The real Python value of a variable known at trace time."""
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         return var.value
+    if isinstance(var, NamedTupleVariable):
+        return tuple.__new__(var.cls, [python_value(v) for v in var.items])
     if isinstance(var, TupleVariable):
         return tuple(python_value(v) for v in var.items)
     if isinstance(var, ListVariable):
@@ -182,11 +210,22 @@ def wrap_value(value: Any) -> VariableTracker:
         return TupleVariable([wrap_value(v) for v in value])
     if type(value) is list:
         return ListVariable([wrap_value(v) for v in value])
+    if isinstance(value, tuple) and is_namedtuple_class(type(value)):
+        return NamedTupleVariable([wrap_value(v) for v in value], cls=type(value))
     if isinstance(value, np.ndarray):
         raise Unsupported("creating arrays from constants is not supported yet")
-    if isinstance(value, CONSTANT_TYPES) or isinstance(value, (slice, range, types.CodeType)):
-        return ConstantVariable(value)
+    if isinstance(value, CONSTANT_TYPES) or isinstance(value, (slice, range, types.CodeType, Sym)):
+        return ConstantVariable(value)  # a size computed at trace time (x.shape[0]) stays a size
     return PythonObjectVariable(value)
+
+
+def is_namedtuple_class(cls: Any) -> bool:
+    """A class made by ``collections.namedtuple`` or ``typing.NamedTuple`` (subclasses
+    too), whose ``__new__`` is the one those made (its globals are named for it)."""
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        return False
+    new = getattr(cls, "__new__", None)
+    return str(getattr(new, "__globals__", {}).get("__name__", "")).startswith("namedtuple_")
 
 
 def dict_key(var: VariableTracker) -> Any:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..binder import make_binder, varargs_names
 from ..exc import Unsupported
 from ..source import Source, attr_source, closure_source
-from .base import ConstantVariable, VariableTracker
+from .base import ConstantVariable, PythonObjectVariable, VariableTracker
 from .containers import DictVariable, IteratorVariable, TupleVariable, wrap_value
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ class UserFunctionVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"function {self.code.co_name}"
+
+    def python_type(self) -> type:
+        return types.FunctionType if self.bound_self is None else types.MethodType
 
 
 @dataclass(eq=False)
@@ -132,6 +135,10 @@ def load_deref(tx: "InstructionTranslator", name: str) -> VariableTracker:
         value = cell.cell_contents
     except ValueError:
         raise Unsupported(f"closure variable {name!r} is empty") from None
+    if name == "__class__" and isinstance(value, type):
+        # The class a method was defined in (what super() reads): set when the class
+        # was made and never rebound, so it needs no guard.
+        return PythonObjectVariable(value)
     if tx.parent is None:
         source = closure_source(index)
     elif tx.fn_source is not None:
