@@ -140,6 +140,11 @@ def test_precompile_plans_each_distinct_kernel_and_config_once(tmp_path, monkeyp
         k = compiled.module.kernels[[i for i, kk in compiled.module.kernels.items() if kk.name == job.kernel][0]]
         assert [aligned for _, aligned in job.pointers] == [b != x_name for b in k.params]
         assert all(dtype == "float32" for dtype, _ in job.pointers)
+    # A job a worker of an earlier process compiled is not planned again.
+    marker = workers._marker(jobs[0])
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    assert jobs[0] not in precompile_jobs(compiled.scheduled, compiled.module, compiled.launchers, "m.py", inputs)
     # A winner remembered on disk for one kernel: only that config is compiled.
     k = next(k for k in firsts if len(k.configs) > 1)
     path = runtime._cache_file(k)

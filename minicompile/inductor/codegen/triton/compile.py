@@ -149,8 +149,8 @@ def _op_by_op(graph: ir.Graph, example_inputs: list) -> CompiledGraph:
 def precompile_jobs(sched: Schedule, module: TritonModule, launchers: dict[str, runtime.Launcher],
                     path: str, example_inputs: list) -> list[workers.Job]:
     """Every kernel and config the first call will compile (the autotuning candidates,
-    or the winner an earlier process remembered) that this process has not compiled
-    yet, for the argument types that call will pass: buffer dtypes, each input's
+    or the winner an earlier process remembered) that neither this process nor a
+    worker of an earlier one compiled, for the argument types that call will pass: buffer dtypes, each input's
     alignment (the buffers this graph allocates are aligned), the sizes."""
     inputs = {layout.name: x for layout, x in zip(sched.inputs, example_inputs) if not layout.needs_array}
     symbols = input_symbols([p.meta.shape for p in sched.graph.placeholders])
@@ -167,8 +167,9 @@ def precompile_jobs(sched: Schedule, module: TritonModule, launchers: dict[str, 
         for cfg in runtime.configs_to_compile(k):
             if (tuple(cfg.items()), spec) in launcher.compiled:
                 continue
-            jobs.append(workers.Job(path, k.name, pointers, sizes, runtime.grid_size(k, cfg, sizes),
-                                    tuple(cfg.items())))
+            job = workers.Job(path, k.name, pointers, sizes, runtime.grid_size(k, cfg, sizes), tuple(cfg.items()))
+            if not workers.compiled_before(job):
+                jobs.append(job)
     return jobs
 
 

@@ -10,6 +10,9 @@ Out: :func:`precompile` runs the jobs on a pool of worker processes
      to Triton's disk cache.  When the first call then tunes and compiles the
      kernel in this process, Triton finds every binary there.
 
+A job compiled once is recorded on disk (:func:`compiled_before`), so a second
+process with the same graphs starts no workers: Triton's cache has the binaries.
+
 Why: Triton compiles one kernel and one config at a time, about a second
 each on the CPU (LLVM, then ``ptxas``), and tuning a model's kernels asks
 for hundreds; TorchInductor runs the same compiles on a pool of compile
@@ -23,6 +26,7 @@ itself, as it would have without workers, and reports what it finds.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import selectors
@@ -31,6 +35,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from .... import config
@@ -101,9 +106,28 @@ def shutdown() -> None:
     _pool.clear()
 
 
+def _marker(job: Job) -> Path:
+    """Where a compiled job is recorded: by the job (the module file's name is the
+    hash of its source), the Triton version and the GPU compiled for."""
+    import triton
+
+    from .runtime import device_name
+
+    text = json.dumps([Path(job.path).name, asdict(job) | {"path": None}, triton.__version__, device_name()])
+    return Path(config.cache_dir) / "triton_compiled" / hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def compiled_before(job: Job) -> bool:
+    """Whether a worker compiled this job in an earlier process on this machine, so that
+    Triton's disk cache holds its binary (if the cache was emptied since, this process
+    compiles it itself: slower, never wrong)."""
+    return _marker(job).exists()
+
+
 def precompile(jobs: list[Job], label: str = "Triton kernels") -> dict[Job, str | None]:
     """Run ``jobs`` on the pool; returns each job's error (None: compiled).  Jobs
-    of one kernel are independent, so they spread over the workers freely."""
+    of one kernel are independent, so they spread over the workers freely.  A
+    compiled job is recorded (:func:`compiled_before`) for later processes."""
     jobs = list(dict.fromkeys(jobs))
     n = min(pool_size(), len(jobs))
     if n == 0:
@@ -138,6 +162,11 @@ def precompile(jobs: list[Job], label: str = "Triton kernels") -> dict[Job, str 
                 print(f"minicompile: compiling {len(jobs)} {label} configurations on {n} processes "
                       f"({len(results)} done)...", file=sys.stderr, flush=True)
         selector.close()
+        for job, error in results.items():
+            if error is None:
+                marker = _marker(job)
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
         if said:
             failed = sum(r is not None for r in results.values())
             print(f"minicompile: compiled {len(jobs) - failed} of {len(jobs)} configurations in "
