@@ -174,6 +174,9 @@ def is_(a: VariableTracker, b: VariableTracker) -> bool:
         return a is b  # one object is one variable (wrap deduplicates by identity, guarded)
     if is_constant(a) and is_constant(b):
         return specialize_sizes(python_value(a)) is specialize_sizes(python_value(b))
+    for v in (a, b):
+        if isinstance(v, ArrayVariable) and v.python is not None:  # `allclose(...) is True`
+            raise Unsupported(f"'is' on a {v.describe()}: its value is known once the graph has run")
     if isinstance(a, ArrayVariable) != isinstance(b, ArrayVariable):
         return False  # an array is never None, a constant or a module
     raise Unsupported("'is' between two arrays (their identity is not traced)")
@@ -181,6 +184,9 @@ def is_(a: VariableTracker, b: VariableTracker) -> bool:
 
 def truth(var: VariableTracker) -> bool:
     """``bool(var)``, for a branch: known at trace time, or data-dependent control flow."""
+    if isinstance(var, ArrayVariable) and var.python is not None:
+        raise Unsupported(f"branch on a {var.describe()} (np.allclose, np.array_equal): "
+                          f"data-dependent control flow")
     if isinstance(var, ArrayVariable):
         raise Unsupported(
             "branch on an array value (bool(array)): data-dependent control flow"
@@ -239,7 +245,8 @@ def get_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> Va
         return evaluate(getattr, obj.value, name)  # np.add.at, np.add.nin
     if is_constant(obj):
         value = python_value(obj)
-        if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
+        # immutable values: np.iinfo(np.int8).max, np.finfo(x.dtype).eps too
+        if isinstance(value, (str, int, float, np.generic, np.dtype, tuple, np.iinfo, np.finfo)):
             return evaluate(getattr, value, name)
     raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
 
@@ -310,7 +317,8 @@ def _isinstance(tx, args, kwargs):
     if kind is None:
         raise Unsupported(f"isinstance() of {obj.describe()}")
     if isinstance(obj, ArrayVariable) and obj.scalar:
-        kind = obj.node.meta.dtype.type  # eager holds a NumPy scalar here
+        # eager holds a NumPy scalar here, or a Python value (np.allclose's bool)
+        kind = obj.python or obj.node.meta.dtype.type
     return ConstantVariable(issubclass(kind, classes))
 
 

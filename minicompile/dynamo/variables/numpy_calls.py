@@ -39,9 +39,11 @@ import numpy as np
 from ...ir import get_op
 from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
 from ..exc import Unsupported
+from ..polyfills import POLYFILLS, TRACE_TIME, python_bool
 from .arrays import ArrayVariable, update_array
-from .base import ConstantVariable, VariableTracker
-from .containers import ListVariable, TupleVariable, is_constant, python_value
+from .base import ConstantVariable, VariableTracker, specialize_sizes
+from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
+from .functions import UserFunctionVariable, inline_call
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
@@ -307,7 +309,7 @@ def call_function(tx: "InstructionTranslator", fn: Any, name: str, args: list, k
         return call_split(tx, fn, args, kwargs)
     if fn in MUTATIONS:
         return call_mutation(tx, MUTATIONS[fn], args, kwargs, f"np.{name}")
-    return None
+    return call_library(tx, fn, name, args, kwargs, all_constant)
 
 
 def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, args: list,
@@ -389,3 +391,114 @@ def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: lis
         raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
     update_array(tx, target, tx.output.call(mutation.rule.op, op_kwargs), what)
     return ConstantVariable(None)
+
+
+# -- NumPy functions written in NumPy (polyfills), and the ones that must break -------------
+
+# The result's shape depends on array values: NumPy runs these (a graph break).
+_SHAPE_FROM_VALUES = "the result's shape depends on the values of its input"
+DATA_DEPENDENT: dict[Any, str] = {
+    np.extract: "one element per true value of the condition: " + _SHAPE_FROM_VALUES,
+    np.nonzero: "one index per nonzero element: " + _SHAPE_FROM_VALUES,
+    np.flatnonzero: "one index per nonzero element: " + _SHAPE_FROM_VALUES,
+    np.argwhere: "one row per nonzero element: " + _SHAPE_FROM_VALUES,
+    np.trim_zeros: "the zeros trimmed off the ends: " + _SHAPE_FROM_VALUES,
+    np.bincount: "one bin per value up to the largest: " + _SHAPE_FROM_VALUES,
+    **{getattr(np, f): "one element per distinct value: " + _SHAPE_FROM_VALUES
+       for f in ("unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+                 "union1d", "intersect1d", "setdiff1d", "setxor1d") if hasattr(np, f)},
+}
+# Their result depends on the types, dtypes and shapes of their arguments only (never
+# on array values, for the real dtypes a graph holds): NumPy runs them at trace time,
+# on stand-ins of the arguments.  Shapes and dtypes are guarded on every array.
+BY_TYPE = frozenset({np.iinfo, np.finfo, np.isscalar, np.iscomplex, np.isreal, np.iscomplexobj,
+                     np.isrealobj, np.result_type, np.promote_types, np.can_cast, np.ndim, np.shape,
+                     np.broadcast_shapes})
+# On arguments all known at trace time, NumPy's own answer is a Python value: fold it.
+FOLDED = BY_TYPE | {np.array_equal, np.allclose, np.array_equiv}
+
+
+def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kwargs: dict,
+                 all_constant: bool) -> VariableTracker | None:
+    """A NumPy function captured through a polyfill (polyfills/), folded at trace
+    time, or refused with the reason; None where ``fn`` is none of these."""
+    if fn in TRACE_TIME:
+        return _trace_time(fn, args, kwargs)
+    if fn is python_bool:
+        return _python_bool(args[0])
+    if fn in DATA_DEPENDENT:
+        raise Unsupported(f"np.{name}: {DATA_DEPENDENT[fn]}")
+    if fn in FOLDED and (all_constant or fn in BY_TYPE):
+        folded = _fold(fn, name, args, kwargs)
+        if folded is not None:
+            return folded
+    if fn in POLYFILLS:
+        return _call_polyfill(tx, fn, name, args, kwargs)
+    return None
+
+
+def _call_polyfill(tx: "InstructionTranslator", fn: Any, name: str, args: list,
+                   kwargs: dict) -> VariableTracker:
+    """Trace NumPy's function as its polyfill, a plain Python function written with
+    the NumPy calls of the tables above."""
+    try:
+        return inline_call(tx, UserFunctionVariable(POLYFILLS[fn]), args, kwargs)
+    except Unsupported as e:
+        # A break inside the polyfill is the user's call breaking: the reason names
+        # NumPy's function and (raised afresh, without a location) the user's line.
+        reason = e.reason if e.reason.startswith(f"np.{name}") else f"np.{name}: {e.reason}"
+        raise Unsupported(reason, numpy_error=e.numpy_error, resumable=e.resumable) from None
+
+
+def _stand_in(var: VariableTracker) -> Any:
+    """A value of ``var``'s type, dtype and shape (its own value where it is known)."""
+    if isinstance(var, ArrayVariable):
+        meta = var.node.meta
+        if var.python is not None:
+            return var.python()
+        if var.scalar:
+            return meta.dtype.type(0)
+        return np.broadcast_to(np.zeros((), meta.dtype), specialize_sizes(meta.shape))
+    if isinstance(var, (TupleVariable, ListVariable)):
+        items = [_stand_in(v) for v in var.items]
+        return tuple(items) if isinstance(var, TupleVariable) else items
+    return specialize_sizes(python_value(var))
+
+
+def _holds_array(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_holds_array(v) for v in value)
+    return isinstance(value, np.ndarray)
+
+
+def _fold(fn: Any, name: str, args: list, kwargs: dict) -> VariableTracker | None:
+    """NumPy's own answer at trace time; None when it is an array (arrays are not
+    baked into the graph: the polyfill builds it instead)."""
+    values = [_stand_in(a) for a in args]
+    kw_values = {k: _stand_in(v) for k, v in kwargs.items()}
+    try:
+        result = fn(*values, **kw_values)
+    except Exception as e:
+        raise Unsupported(f"np.{name} raised {type(e).__name__}: {e}", numpy_error=True) from None
+    return None if _holds_array(result) else wrap_value(result)
+
+
+def _trace_time(fn: Any, args: list, kwargs: dict) -> VariableTracker:
+    """A polyfill's helper on Python values, run for real (see polyfills/base.py)."""
+    if not all(is_constant(a) for a in (*args, *kwargs.values())):
+        raise Unsupported(TRACE_TIME[fn])
+    values = specialize_sizes([python_value(a) for a in args])
+    kw_values = {k: specialize_sizes(python_value(v)) for k, v in kwargs.items()}
+    try:
+        return wrap_value(fn(*values, **kw_values))
+    except Exception as e:  # NumPy's own error for this call
+        raise Unsupported(f"{type(e).__name__}: {e}", numpy_error=True) from None
+
+
+def _python_bool(var: VariableTracker) -> VariableTracker:
+    """``bool(x)`` of a 0-d boolean array, kept in the graph (see ArrayVariable.python)."""
+    if is_constant(var):
+        return ConstantVariable(bool(python_value(var)))
+    if not (isinstance(var, ArrayVariable) and var.node.meta.ndim == 0):
+        raise Unsupported(f"bool() of {var.describe()}")
+    return ArrayVariable(var.node, python=bool)
