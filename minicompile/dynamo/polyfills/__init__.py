@@ -17,8 +17,9 @@ same Python scalars), so values, dtypes and errors agree by construction; run
 eagerly on real arrays it is NumPy's function, which is how the tests check
 it.  What NumPy computes with Python values (axes, index lists) runs at trace
 time (:func:`~.base.at_trace_time`); a check NumPy makes is
-:func:`~.base.require`; a Python bool computed from arrays is
-:func:`~.base.python_bool`.
+:func:`~.base.require` (on shapes and Python values) or
+:func:`~.base.checked` (on array values: a ``check`` op, raising when the
+graph runs); a Python bool computed from arrays is :func:`~.base.python_bool`.
 
 ==============  ==============================================================
 ``elementwise``  sinc, angle, isneginf, isposinf, isreal, iscomplex, select,
@@ -29,7 +30,7 @@ time (:func:`~.base.at_trace_time`); a check NumPy makes is
                  geomspace
 ==============  ==============================================================
 """
-from .base import POLYFILLS, TRACE_TIME, at_trace_time, polyfill, python_bool, require
-from . import elementwise, shapes  # noqa: E402,F401  (registers)
+from .base import POLYFILLS, TRACE_TIME, at_trace_time, checked, polyfill, python_bool, require
+from . import elementwise, shapes, statistics  # noqa: E402,F401  (registers)
 
-__all__ = ["POLYFILLS", "TRACE_TIME", "at_trace_time", "polyfill", "python_bool", "require"]
+__all__ = ["POLYFILLS", "TRACE_TIME", "at_trace_time", "checked", "polyfill", "python_bool", "require"]

@@ -3,7 +3,8 @@
 In:  nothing of the interpreter.
 Out: :data:`POLYFILLS` (NumPy function -> its polyfill, filled by the
      :func:`polyfill` decorator), :data:`TRACE_TIME` (filled by
-     :func:`at_trace_time`), :func:`require` and :func:`python_bool`.  All are
+     :func:`at_trace_time`), :func:`require`, :func:`checked` and
+     :func:`python_bool`.  All are
      plain Python: a polyfill run eagerly (as the tests run them, against
      NumPy's own function) behaves exactly as the traced one.
 
@@ -15,6 +16,9 @@ Out: :data:`POLYFILLS` (NumPy function -> its polyfill, filled by the
 * :func:`require` is NumPy's ``if not ok: raise Error(message)`` on a
   condition known at trace time (shapes, dtypes, Python arguments): traced, a
   failed check is NumPy's error at the user's call.
+* :func:`checked` is the same check on array values: traced, it is a
+  ``check`` op of the graph, which raises when the graph runs (and the call
+  then runs as Python, where NumPy raises its own error).
 * :func:`python_bool` turns a 0-d boolean array into the Python bool NumPy's
   function returns (``np.allclose``).  Traced, the value stays in the graph and
   becomes a bool where it leaves it: returned, or at a graph break.
@@ -22,6 +26,8 @@ Out: :data:`POLYFILLS` (NumPy function -> its polyfill, filled by the
 from __future__ import annotations
 
 from typing import Any, Callable
+
+import numpy as np
 
 POLYFILLS: dict[Any, Callable[..., Any]] = {}
 # trace-time function -> why it cannot take an array of the graph instead
@@ -64,3 +70,10 @@ def require(condition: bool, error: type, message: str) -> None:
     """NumPy's ``if not condition: raise error(message)``."""
     if not condition:
         raise error(message)
+
+
+def checked(value: Any, bad: Any, error: type, message: str) -> Any:
+    """``value``, once NumPy's ``if np.any(bad): raise error(message)`` has passed."""
+    if np.any(bad):
+        raise error(message)
+    return value

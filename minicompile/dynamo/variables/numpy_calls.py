@@ -39,7 +39,7 @@ import numpy as np
 from ...ir import get_op
 from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
 from ..exc import Unsupported
-from ..polyfills import POLYFILLS, TRACE_TIME, python_bool
+from ..polyfills import POLYFILLS, TRACE_TIME, checked, python_bool
 from .arrays import ArrayVariable, update_array
 from .base import ConstantVariable, VariableTracker, specialize_sizes
 from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
@@ -130,6 +130,7 @@ def _m_copy(self, order="C"): ...
 def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None): ...
 def _m_fill(self, value, /, *, _whole=(Ellipsis,)): ...  # the key of x[...] = value
 def _m_searchsorted(self, v, /, side="left", sorter=None): ...
+def _m_partition(self, kth, axis=-1, kind="introselect", order=None): ...
 def _m_trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None): ...
 
 
@@ -160,7 +161,8 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
     (np.nanmin, "nanmin"), (np.nanvar, "nanvar"), (np.nanstd, "nanstd"),
     (np.nanargmax, "nanargmax"), (np.nanargmin, "nanargmin"), (np.count_nonzero, "count_nonzero"),
     (np.linalg.norm, "norm"), (np.median, "median"), (np.nanmedian, "nanmedian"),
-    (np.percentile, "percentile"), (np.quantile, "quantile"),
+    (np.percentile, "percentile"), (np.quantile, "quantile"), (np.nanpercentile, "nanpercentile"),
+    (np.nanquantile, "nanquantile"),
     # scans
     (np.cumsum, "cumsum"), (np.cumprod, "cumprod"), (np.nancumsum, "nancumsum"),
     (np.nancumprod, "nancumprod"), (np.diff, "diff"),
@@ -188,7 +190,8 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
     (np.cross, "cross"),
     # indexing, sorting, searching
     (np.take, "take"), (np.take_along_axis, "take_along_axis"), (np.sort, "sort"),
-    (np.argsort, "argsort"), (np.searchsorted, "searchsorted"), (np.interp, "interp"),
+    (np.argsort, "argsort"), (np.partition, "partition"), (np.argpartition, "argpartition"),
+    (np.searchsorted, "searchsorted"), (np.digitize, "digitize"), (np.interp, "interp"),
 ]
 for _fn, _op in _SELF_STUBBED:
     # np.clip's keyword spelling min=/max=, np.array's object=
@@ -236,6 +239,7 @@ METHODS: dict[str, CallRule] = {
     "dot": CallRule("dot", _m_dot, {"self": "a", "other": "b"}),
     "copy": CallRule("copy", _m_copy, _SELF_A),
     "argsort": CallRule("argsort", _m_sort, _SELF_A),
+    "argpartition": CallRule("argpartition", _m_partition, _SELF_A),
     "searchsorted": CallRule("searchsorted", _m_searchsorted, _SELF_A),
     "trace": CallRule("trace", _m_trace, _SELF_A),
     "astype": CallRule("astype", _m_astype, {"self": "x"}),
@@ -287,6 +291,7 @@ MUTATIONS: dict[Any, MutationRule] = {
 }
 METHOD_MUTATIONS: dict[str, MutationRule] = {
     "sort": MutationRule(CallRule("sort", _m_sort, _SELF_A), "a"),
+    "partition": MutationRule(CallRule("partition", _m_partition, _SELF_A), "a"),
     # x.fill(v) is x[...] = v (the same unsafe cast of v to x's dtype).
     "fill": MutationRule(CallRule("setitem", _m_fill, {"self": "a", "_whole": "key"}), "a"),
 }
@@ -426,6 +431,8 @@ def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kw
         return _trace_time(fn, args, kwargs)
     if fn is python_bool:
         return _python_bool(args[0])
+    if fn is checked:
+        return _checked(tx, *args)
     if fn in DATA_DEPENDENT:
         raise Unsupported(f"np.{name}: {DATA_DEPENDENT[fn]}")
     if fn in FOLDED and (all_constant or fn in BY_TYPE):
@@ -502,3 +509,17 @@ def _python_bool(var: VariableTracker) -> VariableTracker:
     if not (isinstance(var, ArrayVariable) and var.node.meta.ndim == 0):
         raise Unsupported(f"bool() of {var.describe()}")
     return ArrayVariable(var.node, python=bool)
+
+
+def _checked(tx: "InstructionTranslator", value: VariableTracker, bad: VariableTracker,
+             error: VariableTracker, message: VariableTracker) -> VariableTracker:
+    """A check on array values (polyfills' ``checked``): a ``check`` op, raising when the graph runs."""
+    error_type, text = python_value(error), python_value(message)
+    if is_constant(bad):
+        if np.any(python_value(bad)):
+            raise Unsupported(f"{error_type.__name__}: {text}", numpy_error=True)
+        return value
+    result = tx.output.call("check", {"a": value, "bad": bad, "error": error_type.__name__, "message": text})
+    if isinstance(value, ArrayVariable) and value.scalar:
+        return ArrayVariable(result.node, scalar=True)  # a NumPy scalar stays one (a value, no memory)
+    return result
