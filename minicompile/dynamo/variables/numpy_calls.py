@@ -322,6 +322,8 @@ def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, ar
     """``obj.name(*args, **kwargs)`` for an array (or NumPy scalar) ``obj``."""
     if name in METHOD_MUTATIONS:
         return call_mutation(tx, METHOD_MUTATIONS[name], [obj] + args, kwargs, f"ndarray.{name}")
+    if name in DATA_DEPENDENT_METHODS:
+        raise data_dependent(f"ndarray.{name}()", DATA_DEPENDENT_METHODS[name])
     if name not in METHODS:
         raise Unsupported(f"ndarray.{name}() is not supported (its result leaves the graph)")
     result = call_numpy(tx, METHODS[name], [obj] + args, kwargs, f"ndarray.{name}")
@@ -401,18 +403,25 @@ def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: lis
 # -- NumPy functions written in NumPy (polyfills), and the ones that must break -------------
 
 # The result's shape depends on array values: NumPy runs these (a graph break).
-_SHAPE_FROM_VALUES = "the result's shape depends on the values of its input"
+# function -> what its result holds
 DATA_DEPENDENT: dict[Any, str] = {
-    np.extract: "one element per true value of the condition: " + _SHAPE_FROM_VALUES,
-    np.nonzero: "one index per nonzero element: " + _SHAPE_FROM_VALUES,
-    np.flatnonzero: "one index per nonzero element: " + _SHAPE_FROM_VALUES,
-    np.argwhere: "one row per nonzero element: " + _SHAPE_FROM_VALUES,
-    np.trim_zeros: "the zeros trimmed off the ends: " + _SHAPE_FROM_VALUES,
-    np.bincount: "one bin per value up to the largest: " + _SHAPE_FROM_VALUES,
-    **{getattr(np, f): "one element per distinct value: " + _SHAPE_FROM_VALUES
+    np.extract: "one element per true value of the condition",
+    np.nonzero: "one index per nonzero element",
+    np.flatnonzero: "one index per nonzero element",
+    np.argwhere: "one row per nonzero element",
+    np.trim_zeros: "the elements between the leading and trailing zeros",
+    np.bincount: "one bin per value up to the largest",
+    **{getattr(np, f): "one element per distinct value"
        for f in ("unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
                  "union1d", "intersect1d", "setdiff1d", "setxor1d") if hasattr(np, f)},
 }
+DATA_DEPENDENT_METHODS = {"nonzero": DATA_DEPENDENT[np.nonzero]}
+
+
+def data_dependent(what: str, holds: str) -> Unsupported:
+    return Unsupported(f"{what}: the result holds {holds}, so its shape depends on array values")
+
+
 # Their result depends on the types, dtypes and shapes of their arguments only (never
 # on array values, for the real dtypes a graph holds): NumPy runs them at trace time,
 # on stand-ins of the arguments.  Shapes and dtypes are guarded on every array.
@@ -434,7 +443,7 @@ def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kw
     if fn is checked:
         return _checked(tx, *args)
     if fn in DATA_DEPENDENT:
-        raise Unsupported(f"np.{name}: {DATA_DEPENDENT[fn]}")
+        raise data_dependent(f"np.{name}", DATA_DEPENDENT[fn])
     if fn in FOLDED and (all_constant or fn in BY_TYPE):
         folded = _fold(fn, name, args, kwargs)
         if folded is not None:
