@@ -530,22 +530,5 @@ def _outer(E, g, out, a):  # d(a b^T) = da b^T + a db^T
     return {"a": E.call("reshape", ga, tuple(A.shape)), "b": E.call("reshape", gb, tuple(B.shape))}
 
 
-@derivative_rule("check")
-def _check(E, g, out, a):  # the value passes through unchanged
-    return {"a": g}
-
-
-@derivative_rule("partition")
-def _partition(E, g, out, a):
-    # out is x with its elements permuted along the axis: each element's gradient goes
-    # back to where it came from.  Sorting both (stably) pairs them up: the i-th
-    # smallest of out is the i-th smallest of x (ties: equal values, any pairing).
-    x, axis = a["a"], a["axis"]
-    flat = axis is None
-    if flat:
-        x, axis = E.call("reshape", x, (-1,)), 0
-    from_x = E.call("argsort", x, axis=axis, kind="stable")
-    from_out = E.call("argsort", out, axis=axis, kind="stable")
-    in_order = E.call("take_along_axis", g, from_out, axis=axis)
-    grad = E.call("put_along_axis", E.call("zeros_like", x), from_x, in_order, axis)
-    return {"a": E.call("reshape", grad, tuple(a["a"].shape)) if flat else grad}
+# Rules of indexing, scan and creation ops live beside this table (registered on import).
+from . import derivatives_indexing  # noqa: E402,F401

@@ -167,7 +167,8 @@ def _edge(values, dtype, name: str):
     values = np.asarray(values)
     require(np.can_cast(values, dtype, casting="same_kind"), TypeError,
             f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
-    return values.ravel()
+    # NumPy writes them into its result: a cast to ary's dtype
+    return values.ravel().astype(dtype)
 
 
 @polyfill(np.ediff1d)
@@ -175,18 +176,12 @@ def ediff1d(ary, to_end=None, to_begin=None):
     ary = np.asarray(ary).ravel()
     if to_begin is None and to_end is None:
         return ary[1:] - ary[:-1]
-    begin = None if to_begin is None else _edge(to_begin, ary.dtype, "to_begin")
-    end = None if to_end is None else _edge(to_end, ary.dtype, "to_end")
-    n_begin = 0 if begin is None else begin.shape[0]
-    n_end = 0 if end is None else end.shape[0]
-    n_diff = max(ary.shape[0] - 1, 0)
-    result = np.empty_like(ary, shape=n_diff + n_begin + n_end)
-    if n_begin > 0:
-        result[:n_begin] = begin
-    if n_end > 0:
-        result[n_begin + n_diff:] = end
-    result[n_begin:n_begin + n_diff] = np.subtract(ary[1:], ary[:-1])
-    return result
+    parts = [] if to_begin is None else [_edge(to_begin, ary.dtype, "to_begin")]
+    parts.append(np.subtract(ary[1:], ary[:-1]))
+    if to_end is not None:
+        parts.append(_edge(to_end, ary.dtype, "to_end"))
+    # NumPy fills an empty array with the pieces; joining them is the same array
+    return np.concatenate(parts)
 
 
 @polyfill(np.vander)
@@ -242,11 +237,15 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start /= out_sign
     stop = stop / out_sign
     result = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint, base=10.0, dtype=dt)
-    # the ends are start and stop themselves (10 ** log10(x) need not be x)
+    # the ends are start and stop themselves (10 ** log10(x) need not be x): NumPy
+    # writes them into result[0] and result[-1]; joining the pieces is the same array
     if num > 0:
-        result[0] = start
+        row = result.shape[1:]
+        first = np.broadcast_to(start, row)[None]
         if num > 1 and endpoint:
-            result[-1] = stop
+            result = np.concatenate((first, result[1:-1], np.broadcast_to(stop, row)[None]))
+        else:
+            result = np.concatenate((first, result[1:]))
     result *= out_sign
     if axis != 0:
         result = np.moveaxis(result, 0, axis)
