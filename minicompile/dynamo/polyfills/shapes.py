@@ -17,6 +17,7 @@ values.
 from __future__ import annotations
 
 import numpy as np
+from numpy import delete as _numpy_delete  # NumPy's own, whatever np.delete is later
 from numpy.lib.array_utils import normalize_axis_index
 
 from .base import at_trace_time, polyfill, require
@@ -41,7 +42,7 @@ def append(arr, values, axis=None):
 @at_trace_time("np.delete with the indices in an array: the result's shape depends on their values")
 def _kept(n: int, obj) -> list[int]:
     """The indices along the axis that ``np.delete`` keeps: NumPy's answer on ``arange(n)``."""
-    return np.delete(np.arange(n), obj).tolist()
+    return _numpy_delete(np.arange(n), obj).tolist()
 
 
 def _take(arr, kept, axis):
