@@ -167,6 +167,16 @@ def test_errors_on_array_values_are_raised_when_the_graph_runs(fn, good, bad, er
         compiled(X, bad)
 
 
+def test_cov_writes_into_float_fweights_as_numpy_does():
+    def f(a, fweights):
+        return np.cov(a, fweights=fweights, aweights=W)
+
+    for make in (lambda: np.arange(5.0), lambda: np.arange(5)):  # float64: NumPy multiplies into it
+        eager_weights, compiled_weights = make(), make()
+        assert_same(mc.compile(f, backend="cpp")(X, compiled_weights), f(X, eager_weights))
+        assert_same(compiled_weights, eager_weights)
+
+
 def test_checks_are_ops_of_the_graph():
     def f(a, w):
         return np.average(a, axis=1, weights=w)

@@ -95,17 +95,22 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         ddof = 1 if bias == 0 else 0
     w = None
     if fweights is not None:
-        fweights = np.asarray(fweights, dtype=float)
-        fweights = checked(fweights, fweights != np.around(fweights), TypeError, "fweights must be integer")
-        require(fweights.ndim <= 1, RuntimeError, "cannot handle multidimensional fweights")
-        require(fweights.shape[0] == X.shape[1], RuntimeError, "incompatible numbers of samples and fweights")
-        w = checked(fweights, fweights < 0, ValueError, "fweights cannot be negative")
+        fweights = np.asarray(fweights, dtype=float)  # the caller's array itself, if float64
+        w = checked(fweights, fweights != np.around(fweights), TypeError, "fweights must be integer")
+        require(w.ndim <= 1, RuntimeError, "cannot handle multidimensional fweights")
+        require(w.shape[0] == X.shape[1], RuntimeError, "incompatible numbers of samples and fweights")
+        w = checked(w, w < 0, ValueError, "fweights cannot be negative")
     if aweights is not None:
         aweights = np.asarray(aweights, dtype=float)
         require(aweights.ndim <= 1, RuntimeError, "cannot handle multidimensional aweights")
         require(aweights.shape[0] == X.shape[1], RuntimeError, "incompatible numbers of samples and aweights")
         aweights = checked(aweights, aweights < 0, ValueError, "aweights cannot be negative")
-        w = aweights if w is None else w * aweights
+        if w is None:
+            w = aweights
+        else:
+            w = w * aweights
+            # NumPy's w *= aweights: in place, into the caller's fweights if it is a float64 array
+            fweights *= aweights
     avg, w_sum = np.average(X, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
     if w is None:
