@@ -81,7 +81,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         require(y.ndim <= 2, ValueError, "y has more than 2 dimensions")
     if dtype is None:
         dtype = np.result_type(m, np.float64) if y is None else np.result_type(m, y, np.float64)
-    X = _ndmin(np.array(m, dtype=dtype), 2)  # a copy: X is written below
+    X = _ndmin(m.astype(dtype), 2)  # NumPy's np.array(m, dtype=...): a copy, written below
     if not rowvar and m.ndim != 1:
         X = X.T
     if X.shape[0] == 0:

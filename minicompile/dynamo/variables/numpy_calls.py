@@ -20,6 +20,13 @@ Tables map what the user wrote to an op in the IR registry:
   argument's memory (functionalization.py), so every view of it and the
   caller see it.
 
+NumPy functions that are no single op are captured as their *polyfills*
+(dynamo/polyfills/: NumPy's function written with the calls of these tables,
+inlined in its place — ``np.cov``, ``np.fliplr``); :data:`BY_TYPE` functions
+(``np.iinfo``, ``np.isscalar``) are answered at trace time from types, dtypes
+and shapes; :data:`DATA_DEPENDENT` ones (``np.unique``) break the graph with
+the reason: their result's shape depends on array values.
+
 Each entry pairs the op name with a *stub* whose signature is NumPy's own —
 most often the NumPy function itself — so a call is bound exactly as NumPy
 would bind it (positional order, keywords, defaults).  Parameters the op does
