@@ -79,6 +79,24 @@ def test_captured_with_no_graph_break(name, backend):
         np.testing.assert_array_equal(arg, was)  # nothing written into the inputs
 
 
+def test_delete_and_insert_keep_the_graph_small():
+    """A few removed or inserted places: slices of the array joined by one concatenate
+    (no index list as long as the axis); many: one take, or NumPy's writes."""
+    long = np.arange(1000.0)
+
+    def few(a):
+        return np.delete(a, 500), np.insert(a, [3, 900], [-1.0, -2.0])
+
+    def many(a):
+        return np.delete(a[:40], slice(None, None, 2)), np.insert(a[:40], list(range(0, 40, 2)), 0.5)
+
+    (graph,) = mc.explain(few)(long).graphs
+    assert "take" not in graph.python_code() and len(graph.python_code()) < 1500  # no 1000-long index list
+    for fn in (few, many):
+        assert mc.explain(fn)(long).graph_break_count == 0
+        assert_same(mc.compile(fn, backend="cpp")(long), fn(long))
+
+
 def _line_of(fn) -> int:
     return fn.__code__.co_firstlineno + 1
 

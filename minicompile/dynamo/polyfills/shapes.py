@@ -39,18 +39,37 @@ def append(arr, values, axis=None):
     return np.concatenate((arr, np.asarray(values)), axis=axis)
 
 
+# Up to this many slices are joined by one concatenate; more become one take
+# (a gather) with their index list, a constant as long as the axis.
+_MAX_PIECES = 16
+
+
+def _runs(items: list) -> list[list]:
+    """``items`` (each ``(source, index)``) cut into runs ``[source, start, stop]`` of
+    consecutive indices from one source."""
+    runs: list[list] = []
+    for source, index in items:
+        if runs and runs[-1][0] == source and runs[-1][2] == index:
+            runs[-1][2] = index + 1
+        else:
+            runs.append([source, index, index + 1])
+    return runs
+
+
+def _join(pieces, axis, like):
+    """The pieces joined along ``axis`` into a new array (``like``'s empty slice if none)."""
+    if not pieces:
+        return like[(slice(None),) * axis + (slice(0, 0),)].copy()
+    return pieces[0].copy() if len(pieces) == 1 else np.concatenate(pieces, axis=axis)
+
+
 @at_trace_time("np.delete with the indices in an array: the result's shape depends on their values")
-def _kept(n: int, obj) -> list[int]:
-    """The indices along the axis that ``np.delete`` keeps: NumPy's answer on ``arange(n)``."""
-    return _numpy_delete(np.arange(n), obj).tolist()
-
-
-def _take(arr, kept, axis):
-    """``arr``'s slices ``kept`` along ``axis``, as a new array (a copied slice where they are a run)."""
-    start = kept[0] if kept else 0
-    if kept == list(range(start, start + len(kept))):
-        return arr[(slice(None),) * axis + (slice(start, start + len(kept)),)].copy()
-    return np.take(arr, kept, axis=axis)
+def _kept(n: int, obj):
+    """The indices along the axis that ``np.delete`` keeps (NumPy's answer on
+    ``arange(n)``): as runs ``(start, stop)`` of slices, or as a list where they are many."""
+    kept = _numpy_delete(np.arange(n), obj).tolist()
+    runs = _runs([(0, i) for i in kept])
+    return ([(a, b) for _, a, b in runs], None) if len(runs) <= _MAX_PIECES else (None, kept)
 
 
 @polyfill(np.delete)
@@ -62,14 +81,20 @@ def delete(arr, obj, axis=None):
         axis = arr.ndim - 1
     else:
         axis = _axis(axis, arr.ndim)
-    return _take(arr, _kept(arr.shape[axis], obj), axis)
+    runs, kept = _kept(arr.shape[axis], obj)
+    if kept is not None:
+        return np.take(arr, kept, axis=axis)
+    before = (slice(None),) * axis
+    return _join([arr[before + (slice(a, b),)] for a, b in runs], axis, arr)
 
 
 @at_trace_time("np.insert with the indices in an array: the result's shape depends on their values")
 def _insertion(n: int, axis: int, obj):
-    """Where ``np.insert`` puts the new values, by NumPy's rules: ``(index, True/False)``
-    for one place (True: ``obj`` was a scalar), else ``(None, (new, old))``, the
-    positions of the new values and of the old ones in the result."""
+    """Where ``np.insert`` puts the new values, by NumPy's rules.  ``(index, True/False)``
+    for one place (True: ``obj`` was a scalar); else ``(None, (count, runs))``, the
+    result as runs ``[0, start, stop]`` of the old elements and ``[1, start, stop]``
+    of the new values, or, where the runs are many, ``(None, (new, old))``: the
+    positions of the new values and of the old ones."""
     if isinstance(obj, slice):
         indices = np.arange(*obj.indices(n), dtype=np.intp)
     else:
@@ -92,7 +117,16 @@ def _insertion(n: int, axis: int, obj):
     indices[order] += np.arange(len(indices))  # each one after the values inserted before it
     old = np.ones(n + len(indices), dtype=bool)
     old[indices] = False  # NumPy's IndexError for an index out of bounds
-    return None, (indices.tolist(), np.flatnonzero(old).tolist())
+    new_places, old_places = indices.tolist(), np.flatnonzero(old).tolist()
+    if len(old_places) != n or min(new_places, default=0) < 0 or len(set(new_places)) != len(new_places):
+        # a place named twice (a negative index of an empty axis): NumPy's own writes decide
+        return None, (new_places, old_places)
+    source = [(0, i) for i in range(n)] + [(1, j) for j in range(len(new_places))]
+    in_result = sorted(zip(old_places + new_places, source))
+    runs = _runs([item for _, item in in_result])
+    if len(runs) > _MAX_PIECES:
+        return None, (new_places, old_places)
+    return None, (len(new_places), runs)
 
 
 @polyfill(np.insert)
@@ -120,10 +154,17 @@ def insert(arr, obj, values, axis=None):
         new[before + (slice(index, index + count),)] = values
         new[before + (slice(index + count, None),)] = arr[before + (slice(index, None),)]
         return new
-    new_places, old_places = places
-    new = np.empty(arr.shape[:axis] + (n + len(new_places),) + arr.shape[axis + 1:], arr.dtype)
-    new[before + (new_places,)] = values
-    new[before + (old_places,)] = arr
+    first, second = places
+    if isinstance(first, int):
+        # NumPy's new[..., places, ...] = values, one value per place: written into a
+        # block of their own (the same broadcast and cast), joined with arr's runs
+        block = np.empty(arr.shape[:axis] + (first,) + arr.shape[axis + 1:], arr.dtype)
+        block[...] = values
+        sources = (arr, block)
+        return _join([sources[source][before + (slice(a, b),)] for source, a, b in second], axis, arr)
+    new = np.empty(arr.shape[:axis] + (n + len(first),) + arr.shape[axis + 1:], arr.dtype)
+    new[before + (first,)] = values
+    new[before + (second,)] = arr
     return new
 
 
