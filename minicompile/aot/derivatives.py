@@ -16,6 +16,10 @@ floating-point op that is piecewise constant (``floor``, ``sign``,
 ``floor_divide``...) has a rule like any other, which returns no gradient:
 zero almost everywhere.  Asking for a gradient through a floating-point op
 without a rule raises :class:`NonDifferentiable` naming it — never a silent zero.
+
+The rules of reads and writes through an index, scans such as ``cumprod``,
+conversions and run-time checks are in derivatives_indexing.py, registered
+into the same table.
 """
 from __future__ import annotations
 
@@ -528,3 +532,4 @@ def _outer(E, g, out, a):  # d(a b^T) = da b^T + a db^T
     ga = E.call("matmul", g, fb)
     gb = E.call("matmul", _swap_last(E, g), fa)
     return {"a": E.call("reshape", ga, tuple(A.shape)), "b": E.call("reshape", gb, tuple(B.shape))}
+

@@ -210,6 +210,8 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
         node = var.node
         if node not in outputs:
             outputs.append(node)
+        if var.python is not None:
+            return ("python", (var.python, outputs.index(node)))
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         sizes = _size_expression(var.value, output)
@@ -258,6 +260,9 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
     if kind == "scalar":
         # eager NumPy had a NumPy scalar here, not a 0-d array (a Tensor stays a Tensor)
         return values[payload][()]
+    if kind == "python":  # eager had a Python value (np.allclose's bool), not a NumPy scalar
+        python_type, index = payload
+        return python_type(values[index])
     if kind == "const":
         return payload
     if kind == "frame":

@@ -282,6 +282,9 @@ class OutputGraph:
     def to_graph_arg(self, var: VariableTracker) -> Any:
         """The node or Python constant a variable stands for as an op argument."""
         if isinstance(var, ArrayVariable):
+            if var.python is not None:  # eager computes with the Python value itself
+                raise Unsupported(f"{var.describe()} used in an array operation: its value is known "
+                                  f"once the graph has run")
             return var.node
         if isinstance(var, ConstantVariable):
             return var.value

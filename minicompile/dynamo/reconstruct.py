@@ -89,6 +89,8 @@ class Reconstructor:
         """The graph output holding ``var``'s values (even for an array of the caller's)."""
         if var.node.kind == "placeholder":
             return var.source.expr
+        if var.python is not None:  # eager had a Python value (np.allclose's bool)
+            return f"{self.const(var.python)}({self.node_value(var.node)})"
         return self.node_value(var.node, var.scalar)
 
     def node_value(self, node: ir.Node, scalar: bool = False) -> str:

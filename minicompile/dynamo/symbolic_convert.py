@@ -68,6 +68,14 @@ from .variables.user_objects import delete_attr, store_attr
 
 MAX_STEPS = 100_000  # instructions before we give up on a (loop-unrolling) trace
 
+# Modules whose functions read their globals as fixed values, unguarded (as
+# module_attr takes ``np.exp``): NumPy's own Python code and minicompile's polyfills.
+LIBRARY_MODULES = ("numpy", "math", "minicompile.dynamo.polyfills")
+
+
+def _is_library(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LIBRARY_MODULES)
+
 
 @dataclass(frozen=True)
 class FrameState:
@@ -207,6 +215,8 @@ class InstructionTranslator:
         if self.f_globals is self.root.f_globals and name in self.output.side_effects.globals:
             return self.output.side_effects.globals[name]  # written earlier in this trace
         if name in self.f_globals:
+            if self.parent is not None and _is_library(self.f_globals.get("__name__") or ""):
+                return wrap_value(self.f_globals[name])
             return self.output.wrap(self.f_globals[name], self.global_source(name), self.lineno)
         builtins_dict = self.f_globals.get("__builtins__", builtins.__dict__)
         if isinstance(builtins_dict, types.ModuleType):

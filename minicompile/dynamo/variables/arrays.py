@@ -23,11 +23,15 @@ import numpy as np
 from ...ir import OPS, Node
 from ..exc import Unsupported
 from ..source import Source
-from .base import ConstantVariable, MethodVariable, VariableTracker
+from .base import ConstantVariable, MethodVariable, VariableTracker, specialize_sizes
 from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
+
+
+# Iterating over an array unrolls one view per row, up to this many rows.
+MAX_UNROLLED_ROWS = 1024
 
 
 class ArrayVariable(VariableTracker):
@@ -45,13 +49,21 @@ class ArrayVariable(VariableTracker):
     reduction, and methods of such a scalar.  ``layout`` is the memory layout
     NumPy would give it (byte strides, "C", or None: unknown); ``readonly``
     whether NumPy refuses writes through it.
+
+    ``python`` is a Python type (``bool``) where eager holds a Python value
+    computed from array data (``np.allclose(a, b)``): the 0-d node becomes that
+    value where it leaves the graph (returned, or at a graph break), and any
+    other use breaks the graph first, since Python would compute with the
+    bool itself (``True + 1`` is the int 2, not an array).
     """
 
     def __init__(self, node: Node, source: Source | None = None, scalar: bool = False, *,
-                 storage: Any = None, view: tuple = (), layout: Any = None, readonly: bool = False):
+                 storage: Any = None, view: tuple = (), layout: Any = None, readonly: bool = False,
+                 python: type | None = None):
         self._node = node
         self.source = source
-        self.scalar = scalar
+        self.scalar = scalar or python is not None
+        self.python = python
         self.storage = storage
         self.view = view
         self.layout = layout
@@ -60,7 +72,8 @@ class ArrayVariable(VariableTracker):
 
     def python_type(self) -> type:
         # eager holds a NumPy scalar where ``scalar`` is set (an mc.Tensor counts as an array here)
-        return self.node.meta.dtype.type if self.scalar else np.ndarray
+        # (a Python value, np.allclose's bool, where ``python`` says so)
+        return (self.python or self.node.meta.dtype.type) if self.scalar else np.ndarray
 
     @property
     def node(self) -> Node:
@@ -77,10 +90,21 @@ class ArrayVariable(VariableTracker):
         self._seen = (root, root.version)
 
     def describe(self) -> str:
+        if self.python is not None:
+            return f"Python {self.python.__name__} computed from arrays"
         return f"{'NumPy scalar' if self.scalar else 'array'} {self.node.meta}"
 
     def unpack(self, tx: "InstructionTranslator") -> list[VariableTracker]:
-        raise Unsupported("iterating over an array is not supported yet")
+        """``for row in x`` and ``i, j = np.indices(shape)``: the views ``x[0]``, ``x[1]``...
+        (NumPy scalars for a 1-d ``x``), unrolled over the first size (guarded)."""
+        meta = self.node.meta
+        if self.python is not None or meta.ndim == 0:
+            raise Unsupported("TypeError: iteration over a 0-d array", numpy_error=True)
+        rows = specialize_sizes(meta.shape[0])
+        if rows > MAX_UNROLLED_ROWS:
+            raise Unsupported(f"iterating over the {rows} rows of an array (more than "
+                              f"{MAX_UNROLLED_ROWS} are not unrolled)")
+        return [getitem(tx, self, ConstantVariable(i)) for i in range(rows)]
 
     def __repr__(self) -> str:
         return f"ArrayVariable({self._node!r}, {self.source}, view={[s.op for s in self.view]})"
@@ -203,6 +227,8 @@ def update_array(tx: "InstructionTranslator", target: ArrayVariable, new: ArrayV
 
 def get_attr(tx: "InstructionTranslator", arr: ArrayVariable, name: str) -> VariableTracker:
     """``arr.name``: a fact of its shape and dtype, ``.T``, or a method to be called."""
+    if arr.python is not None:
+        raise Unsupported(f"attribute .{name} of a {arr.describe()}: its value is known once the graph has run")
     meta = arr.node.meta
     # shape, dtype and strides are guarded on every array input, so these
     # are constants of this cache entry.

@@ -173,6 +173,9 @@ def unary(tx: "InstructionTranslator", kind: str, var: VariableTracker) -> Varia
 def is_(tx: "InstructionTranslator", a: VariableTracker, b: VariableTracker) -> bool:
     """``a is b``, decided at trace time, with the guard that keeps the answer right
     for later calls (one object reached through two names is one variable)."""
+    for v in (a, b):
+        if isinstance(v, ArrayVariable) and v.python is not None:  # `allclose(...) is True`
+            raise Unsupported(f"'is' on a {v.describe()}: its value is known once the graph has run")
     if isinstance(a, ArrayVariable) or isinstance(b, ArrayVariable):
         if isinstance(a, ArrayVariable) and isinstance(b, ArrayVariable) and a is not b:
             raise Unsupported("'is' between two arrays (their identity is not traced)")
@@ -219,6 +222,9 @@ def _identity_unguarded(var: VariableTracker) -> bool:
 
 def truth(var: VariableTracker) -> bool:
     """``bool(var)``, for a branch: known at trace time, or data-dependent control flow."""
+    if isinstance(var, ArrayVariable) and var.python is not None:
+        raise Unsupported(f"branch on a {var.describe()} (np.allclose, np.array_equal): "
+                          f"data-dependent control flow")
     if isinstance(var, ArrayVariable):
         raise Unsupported(
             "branch on an array value (bool(array)): data-dependent control flow"
@@ -285,7 +291,8 @@ def get_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str) -> Va
         return evaluate(getattr, obj.value, name)  # np.add.at, np.add.nin
     if is_constant(obj):
         value = python_value(obj)
-        if isinstance(value, (str, int, float, np.generic, np.dtype, tuple)):
+        # immutable values: np.iinfo(np.int8).max, np.finfo(x.dtype).eps too
+        if isinstance(value, (str, int, float, np.generic, np.dtype, tuple, np.iinfo, np.finfo)):
             return evaluate(getattr, value, name)
     raise Unsupported(f"attribute .{name} of {obj.describe()} is not supported yet")
 

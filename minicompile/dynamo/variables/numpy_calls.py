@@ -20,6 +20,13 @@ Tables map what the user wrote to an op in the IR registry:
   argument's memory (functionalization.py), so every view of it and the
   caller see it.
 
+NumPy functions that are no single op are captured as their *polyfills*
+(dynamo/polyfills/: NumPy's function written with the calls of these tables,
+inlined in its place — ``np.cov``, ``np.fliplr``); :data:`BY_TYPE` functions
+(``np.iinfo``, ``np.isscalar``) are answered at trace time from types, dtypes
+and shapes; :data:`DATA_DEPENDENT` ones (``np.unique``) break the graph with
+the reason: their result's shape depends on array values.
+
 Each entry pairs the op name with a *stub* whose signature is NumPy's own —
 most often the NumPy function itself — so a call is bound exactly as NumPy
 would bind it (positional order, keywords, defaults).  Parameters the op does
@@ -39,9 +46,11 @@ import numpy as np
 from ...ir import get_op
 from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
 from ..exc import Unsupported
+from ..polyfills import POLYFILLS, TRACE_TIME, checked, python_bool
 from .arrays import ArrayVariable, update_array
-from .base import ConstantVariable, VariableTracker
-from .containers import ListVariable, TupleVariable, is_constant, python_value
+from .base import ConstantVariable, VariableTracker, specialize_sizes
+from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
+from .functions import UserFunctionVariable, inline_call
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
@@ -128,6 +137,7 @@ def _m_copy(self, order="C"): ...
 def _m_sort(self, axis=-1, kind=None, order=None, *, stable=None): ...
 def _m_fill(self, value, /, *, _whole=(Ellipsis,)): ...  # the key of x[...] = value
 def _m_searchsorted(self, v, /, side="left", sorter=None): ...
+def _m_partition(self, kth, axis=-1, kind="introselect", order=None): ...
 def _m_trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None): ...
 
 
@@ -158,7 +168,8 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
     (np.nanmin, "nanmin"), (np.nanvar, "nanvar"), (np.nanstd, "nanstd"),
     (np.nanargmax, "nanargmax"), (np.nanargmin, "nanargmin"), (np.count_nonzero, "count_nonzero"),
     (np.linalg.norm, "norm"), (np.median, "median"), (np.nanmedian, "nanmedian"),
-    (np.percentile, "percentile"), (np.quantile, "quantile"),
+    (np.percentile, "percentile"), (np.quantile, "quantile"), (np.nanpercentile, "nanpercentile"),
+    (np.nanquantile, "nanquantile"),
     # scans
     (np.cumsum, "cumsum"), (np.cumprod, "cumprod"), (np.nancumsum, "nancumsum"),
     (np.nancumprod, "nancumprod"), (np.diff, "diff"),
@@ -186,7 +197,8 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
     (np.cross, "cross"),
     # indexing, sorting, searching
     (np.take, "take"), (np.take_along_axis, "take_along_axis"), (np.sort, "sort"),
-    (np.argsort, "argsort"), (np.searchsorted, "searchsorted"), (np.interp, "interp"),
+    (np.argsort, "argsort"), (np.partition, "partition"), (np.argpartition, "argpartition"),
+    (np.searchsorted, "searchsorted"), (np.digitize, "digitize"), (np.interp, "interp"),
 ]
 for _fn, _op in _SELF_STUBBED:
     # np.clip's keyword spelling min=/max=, np.array's object=
@@ -234,6 +246,7 @@ METHODS: dict[str, CallRule] = {
     "dot": CallRule("dot", _m_dot, {"self": "a", "other": "b"}),
     "copy": CallRule("copy", _m_copy, _SELF_A),
     "argsort": CallRule("argsort", _m_sort, _SELF_A),
+    "argpartition": CallRule("argpartition", _m_partition, _SELF_A),
     "searchsorted": CallRule("searchsorted", _m_searchsorted, _SELF_A),
     "trace": CallRule("trace", _m_trace, _SELF_A),
     "astype": CallRule("astype", _m_astype, {"self": "x"}),
@@ -285,6 +298,7 @@ MUTATIONS: dict[Any, MutationRule] = {
 }
 METHOD_MUTATIONS: dict[str, MutationRule] = {
     "sort": MutationRule(CallRule("sort", _m_sort, _SELF_A), "a"),
+    "partition": MutationRule(CallRule("partition", _m_partition, _SELF_A), "a"),
     # x.fill(v) is x[...] = v (the same unsafe cast of v to x's dtype).
     "fill": MutationRule(CallRule("setitem", _m_fill, {"self": "a", "_whole": "key"}), "a"),
 }
@@ -307,7 +321,7 @@ def call_function(tx: "InstructionTranslator", fn: Any, name: str, args: list, k
         return call_split(tx, fn, args, kwargs)
     if fn in MUTATIONS:
         return call_mutation(tx, MUTATIONS[fn], args, kwargs, f"np.{name}")
-    return None
+    return call_library(tx, fn, name, args, kwargs, all_constant)
 
 
 def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, args: list,
@@ -315,6 +329,8 @@ def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, ar
     """``obj.name(*args, **kwargs)`` for an array (or NumPy scalar) ``obj``."""
     if name in METHOD_MUTATIONS:
         return call_mutation(tx, METHOD_MUTATIONS[name], [obj] + args, kwargs, f"ndarray.{name}")
+    if name in DATA_DEPENDENT_METHODS:
+        raise data_dependent(f"ndarray.{name}()", DATA_DEPENDENT_METHODS[name])
     if name not in METHODS:
         raise Unsupported(f"ndarray.{name}() is not supported (its result leaves the graph)")
     result = call_numpy(tx, METHODS[name], [obj] + args, kwargs, f"ndarray.{name}")
@@ -389,3 +405,137 @@ def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: lis
         raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
     update_array(tx, target, tx.output.call(mutation.rule.op, op_kwargs), what)
     return ConstantVariable(None)
+
+
+# -- NumPy functions written in NumPy (polyfills), and the ones that must break -------------
+
+# The result's shape depends on array values: NumPy runs these (a graph break).
+# function -> what its result holds
+DATA_DEPENDENT: dict[Any, str] = {
+    np.extract: "one element per true value of the condition",
+    np.nonzero: "one index per nonzero element",
+    np.flatnonzero: "one index per nonzero element",
+    np.argwhere: "one row per nonzero element",
+    np.trim_zeros: "the elements between the leading and trailing zeros",
+    np.bincount: "one bin per value up to the largest",
+    **{getattr(np, f): "one element per distinct value"
+       for f in ("unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+                 "union1d", "intersect1d", "setdiff1d", "setxor1d") if hasattr(np, f)},
+}
+DATA_DEPENDENT_METHODS = {"nonzero": DATA_DEPENDENT[np.nonzero]}
+
+
+def data_dependent(what: str, holds: str) -> Unsupported:
+    return Unsupported(f"{what}: the result holds {holds}, so its shape depends on array values")
+
+
+# Their result depends on the types, dtypes and shapes of their arguments only (never
+# on array values, for the real dtypes a graph holds): NumPy runs them at trace time,
+# on stand-ins of the arguments.  Shapes and dtypes are guarded on every array.
+BY_TYPE = frozenset({np.iinfo, np.finfo, np.isscalar, np.iscomplex, np.isreal, np.iscomplexobj,
+                     np.isrealobj, np.result_type, np.promote_types, np.can_cast, np.ndim, np.shape,
+                     np.broadcast_shapes})
+# On arguments all known at trace time, NumPy's own answer is a Python value: fold it.
+FOLDED = BY_TYPE | {np.array_equal, np.allclose, np.array_equiv}
+
+
+def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kwargs: dict,
+                 all_constant: bool) -> VariableTracker | None:
+    """A NumPy function captured through a polyfill (polyfills/), folded at trace
+    time, or refused with the reason; None where ``fn`` is none of these."""
+    if fn in TRACE_TIME:
+        return _trace_time(fn, args, kwargs)
+    if fn is python_bool:
+        return _python_bool(args[0])
+    if fn is checked:
+        return _checked(tx, *args)
+    if fn in DATA_DEPENDENT:
+        raise data_dependent(f"np.{name}", DATA_DEPENDENT[fn])
+    if fn in FOLDED and (all_constant or fn in BY_TYPE):
+        folded = _fold(fn, name, args, kwargs)
+        if folded is not None:
+            return folded
+    if fn in POLYFILLS:
+        return _call_polyfill(tx, fn, name, args, kwargs)
+    return None
+
+
+def _call_polyfill(tx: "InstructionTranslator", fn: Any, name: str, args: list,
+                   kwargs: dict) -> VariableTracker:
+    """Trace NumPy's function as its polyfill, a plain Python function written with
+    the NumPy calls of the tables above."""
+    try:
+        return inline_call(tx, UserFunctionVariable(POLYFILLS[fn]), args, kwargs)
+    except Unsupported as e:
+        # A break inside the polyfill is the user's call breaking: the reason names
+        # NumPy's function and (raised afresh, without a location) the user's line.
+        reason = e.reason if e.reason.startswith(f"np.{name}") else f"np.{name}: {e.reason}"
+        raise Unsupported(reason, numpy_error=e.numpy_error, resumable=e.resumable) from None
+
+
+def _stand_in(var: VariableTracker) -> Any:
+    """A value of ``var``'s type, dtype and shape (its own value where it is known)."""
+    if isinstance(var, ArrayVariable):
+        meta = var.node.meta
+        if var.python is not None:
+            return var.python()
+        if var.scalar:
+            return meta.dtype.type(0)
+        return np.broadcast_to(np.zeros((), meta.dtype), specialize_sizes(meta.shape))
+    if isinstance(var, (TupleVariable, ListVariable)):
+        items = [_stand_in(v) for v in var.items]
+        return tuple(items) if isinstance(var, TupleVariable) else items
+    return specialize_sizes(python_value(var))
+
+
+def _holds_array(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_holds_array(v) for v in value)
+    return isinstance(value, np.ndarray)
+
+
+def _fold(fn: Any, name: str, args: list, kwargs: dict) -> VariableTracker | None:
+    """NumPy's own answer at trace time; None when it is an array (arrays are not
+    baked into the graph: the polyfill builds it instead)."""
+    values = [_stand_in(a) for a in args]
+    kw_values = {k: _stand_in(v) for k, v in kwargs.items()}
+    try:
+        result = fn(*values, **kw_values)
+    except Exception as e:
+        raise Unsupported(f"np.{name} raised {type(e).__name__}: {e}", numpy_error=True) from None
+    return None if _holds_array(result) else wrap_value(result)
+
+
+def _trace_time(fn: Any, args: list, kwargs: dict) -> VariableTracker:
+    """A polyfill's helper on Python values, run for real (see polyfills/base.py)."""
+    if not all(is_constant(a) for a in (*args, *kwargs.values())):
+        raise Unsupported(TRACE_TIME[fn])
+    values = specialize_sizes([python_value(a) for a in args])
+    kw_values = {k: specialize_sizes(python_value(v)) for k, v in kwargs.items()}
+    try:
+        return wrap_value(fn(*values, **kw_values))
+    except Exception as e:  # NumPy's own error for this call
+        raise Unsupported(f"{type(e).__name__}: {e}", numpy_error=True) from None
+
+
+def _python_bool(var: VariableTracker) -> VariableTracker:
+    """``bool(x)`` of a 0-d boolean array, kept in the graph (see ArrayVariable.python)."""
+    if is_constant(var):
+        return ConstantVariable(bool(python_value(var)))
+    if not (isinstance(var, ArrayVariable) and var.node.meta.ndim == 0):
+        raise Unsupported(f"bool() of {var.describe()}")
+    return ArrayVariable(var.node, python=bool)
+
+
+def _checked(tx: "InstructionTranslator", value: VariableTracker, bad: VariableTracker,
+             error: VariableTracker, message: VariableTracker) -> VariableTracker:
+    """A check on array values (polyfills' ``checked``): a ``check`` op, raising when the graph runs."""
+    error_type, text = python_value(error), python_value(message)
+    if is_constant(bad):
+        if np.any(python_value(bad)):
+            raise Unsupported(f"{error_type.__name__}: {text}", numpy_error=True)
+        return value
+    result = tx.output.call("check", {"a": value, "bad": bad, "error": error_type.__name__, "message": text})
+    if isinstance(value, ArrayVariable) and value.scalar:
+        return ArrayVariable(result.node, scalar=True)  # a NumPy scalar stays one (a value, no memory)
+    return result

@@ -12,7 +12,7 @@ each family lives in its own module, in the order a reader meets them:
 ``pointwise``   ufuncs, ``where``, ``astype``, ``clip``, ``round``, ``isclose``;
                 ``copyto`` and ``<ufunc>_at``, the functional forms of in-place writes
 ``reductions``  ``sum`` ... ``var``/``std``, ``argmax``, ``any``, ``nan*``, ``median``,
-                ``percentile``, ``norm``
+                ``percentile``, ``nanpercentile``, ``norm``
 ``scans``       ``cumsum``, ``cumprod``, ``diff``
 ``views``       reshape, transpose, squeeze, diagonal, concatenate, tile, pad,
                 roll, sliding windows; :func:`split_keys` for split's pieces
@@ -20,7 +20,8 @@ each family lives in its own module, in the order a reader meets them:
                 linspace, eye, tri, asarray
 ``linalg``      matmul, dot, vdot, inner, outer, tensordot, einsum, convolve, cross
 ``indexing``    getitem, setitem (functional), take, take_along_axis, put_along_axis
-``sorting``     sort, argsort, searchsorted, interp
+``sorting``     sort, argsort, searchsorted, interp, digitize, partition, argpartition
+``checks``      check: an error NumPy raises on array values, raised when the graph runs
 ==============  ==============================================================
 """
 from .registry import (
@@ -36,7 +37,7 @@ from .registry import (
     register,
 )
 from .pointwise import AT_UFUNCS, COMPARISONS, POINTWISE_UFUNCS, ufunc_loop_dtypes  # noqa: E402
-from . import reductions, scans, views, creation, linalg, indexing, sorting  # noqa: E402,F401
+from . import reductions, scans, views, creation, linalg, indexing, sorting, checks  # noqa: E402,F401
 from .views import split_keys  # noqa: E402
 
 __all__ = [

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as dt
-from .registry import OpDef, TensorMeta, normalize_axes, normalize_axis, register, simple_op
+from .registry import OpDef, TensorMeta, array_module, normalize_axes, normalize_axis, register, simple_op
 
 P = inspect.Parameter
 
@@ -157,7 +157,7 @@ _arg_reduction("nanargmin", np.nanargmin)
 
 
 def _order_statistic(name: str, fn: Callable, with_q: bool) -> OpDef:
-    """median, percentile, quantile: ``axis`` (int, tuple, None) keeps the
+    """median, percentile, quantile (and their nan forms): ``axis`` (int, tuple, None) keeps the
     user's spelling; ``q`` may be a sequence, which adds leading axes."""
     if with_q:
         def impl(a, q, axis=None, method="linear", keepdims=False):
@@ -180,10 +180,26 @@ def _order_statistic(name: str, fn: Callable, with_q: bool) -> OpDef:
                      scalar_rule=lambda args: not args["keepdims"])
 
 
+def _in_array_module(name: str) -> Callable:
+    """NumPy's function ``name`` from the module of the array it is given (CuPy's for a
+    CuPy array), or NumPy's on a host copy where that module has none."""
+
+    def fn(a, *args, **kwargs):
+        xp = array_module(a)
+        if hasattr(xp, name):
+            return getattr(xp, name)(a, *args, **kwargs)
+        return xp.asarray(getattr(np, name)(a.get(), *args, **kwargs))
+
+    fn.__name__ = name
+    return fn
+
+
 _order_statistic("median", np.median, with_q=False)
 _order_statistic("nanmedian", np.nanmedian, with_q=False)
 _order_statistic("percentile", np.percentile, with_q=True)
 _order_statistic("quantile", np.quantile, with_q=True)
+_order_statistic("nanpercentile", _in_array_module("nanpercentile"), with_q=True)
+_order_statistic("nanquantile", _in_array_module("nanquantile"), with_q=True)
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):

@@ -1,10 +1,16 @@
-"""Sorting and searching: ``sort``, ``argsort``, ``searchsorted``, ``interp``.
+"""Sorting and searching: ``sort``, ``argsort``, ``partition``, ``argpartition``,
+``searchsorted``, ``digitize``, ``interp``.
 
-In:  arrays and an axis (``None`` flattens for ``sort``/``argsort``).
+In:  arrays and an axis (``None`` flattens for the sorts and partitions).
 Out: registered :class:`OpDef` entries of kind ``extern``: a sort is a
      library call, never a generated loop.  Output shapes follow from input
      shapes; the values they compute are what NumPy computes (``kind`` and
      ``stable`` are kept, since they change ``argsort``'s answer on ties).
+
+A partition is NumPy's own introselect: which elements land on either side
+of the ``kth`` ones, and in what order, is its answer, so the op calls it (no
+sort gives the same arrangement).  ``digitize`` checks its bins for
+monotonicity when it runs, and raises NumPy's ValueError there.
 """
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import normalize_axis, simple_op
+from .registry import array_module, normalize_axis, simple_op
 
 
 def _sort_canon(args: dict[str, Any]) -> dict[str, Any]:
@@ -32,6 +38,23 @@ def _argsort(a, axis=-1, kind=None, stable=None):
 
 simple_op("sort", _sort, "extern", canonicalize=_sort_canon)
 simple_op("argsort", _argsort, "extern", canonicalize=_sort_canon)
+
+
+def _partition_canon(args: dict[str, Any]) -> dict[str, Any]:
+    kth = args["kth"]
+    return {**_sort_canon(args), "kth": tuple(kth) if isinstance(kth, list) else kth}
+
+
+def _partition(a, kth, axis=-1, kind="introselect"):
+    return array_module(a).partition(a, kth, axis=axis, kind=kind)
+
+
+def _argpartition(a, kth, axis=-1, kind="introselect"):
+    return array_module(a).argpartition(a, kth, axis=axis, kind=kind)
+
+
+simple_op("partition", _partition, "extern", canonicalize=_partition_canon)
+simple_op("argpartition", _argpartition, "extern", canonicalize=_partition_canon)
 
 
 def _searchsorted(a, v, side="left", sorter=None):
@@ -55,3 +78,11 @@ simple_op("searchsorted", _searchsorted, "extern", scalar_result=True,
           canonicalize=_python_sequences("a", "v"))
 simple_op("interp", _interp, "extern", scalar_result=True,
           canonicalize=_python_sequences("x", "xp", "fp"))
+
+
+def _digitize(x, bins, right=False):
+    xp = array_module(x if hasattr(x, "shape") else bins)
+    return xp.digitize(x, xp.asarray(bins), right=right)
+
+
+simple_op("digitize", _digitize, "extern", scalar_result=True, canonicalize=_python_sequences("x", "bins"))
