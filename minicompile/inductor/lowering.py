@@ -31,7 +31,7 @@ import numpy as np
 from .. import ir
 from ..ir import indexing as ix
 from ..ir.ops import ufunc_loop_dtypes
-from ..ir.symbolic import Sym, SymbolicUnsupported
+from ..ir.symbolic import Sym, SymbolicUnsupported, is_symbolic
 from . import loop_ir as L
 
 
@@ -423,6 +423,13 @@ def _plain(part) -> int:
 # ``cannot_generate``); the others call NumPy.
 
 
+def _static_sizes(*nodes: ir.Node) -> None:
+    """Gathers are generated for sizes known at compile time; with symbolic sizes
+    (a dynamic batch) the node stays a NumPy call and the rest keeps its symbols."""
+    if any(is_symbolic(n.shape) for n in nodes if isinstance(n, ir.Node)):
+        raise Unsupported("a gather over symbolic sizes")
+
+
 def _index_read(idx: ir.Node, b_index: tuple[L.Expr, ...]) -> L.Load:
     """``idx`` at a position of the broadcast shape (right-aligned; size-1 axes at 0)."""
     own = b_index[len(b_index) - len(idx.shape):] if idx.shape else ()
@@ -443,6 +450,7 @@ def lower_gather(node: ir.Node, a: ir.Node, key: tuple) -> L.Pointwise:
     arrays = [e for e in key if isinstance(e, ir.Node)]
     if any(not (e is None or isinstance(e, (slice, ir.Node)) or type(e) is int) for e in key) or not arrays:
         raise Unsupported("a gather by constant or boolean index arrays")
+    _static_sizes(node, a, *arrays)
     b_shape = tuple(np.broadcast_shapes(*[e.shape for e in arrays]))
     advanced = [i for i, e in enumerate(key) if isinstance(e, ir.Node) or type(e) is int]
     adjacent = advanced[-1] - advanced[0] == len(advanced) - 1
@@ -476,6 +484,7 @@ def lower_take(node: ir.Node) -> L.Pointwise:
     a, idx, axis, mode = node.arg("a"), node.arg("indices"), node.arg("axis"), node.arg("mode")
     if not isinstance(idx, ir.Node) or mode not in ("raise", "wrap", "clip"):
         raise Unsupported("np.take of constant indices")
+    _static_sizes(node, a, idx)
     index = L.loop_index("x", node.shape)
     if axis is None:  # a position in a's C-order flattening, unravelled
         if not all(isinstance(n, int) for n in a.shape):
@@ -496,6 +505,7 @@ def lower_take_along_axis(node: ir.Node) -> L.Pointwise:
     arr, idx, axis = node.arg("arr"), node.arg("indices"), node.arg("axis")
     if not isinstance(idx, ir.Node) or axis is None or len(idx.shape) != len(arr.shape):
         raise Unsupported("np.take_along_axis of constant indices or over the flattened array")
+    _static_sizes(node, arr, idx)
     axis %= len(arr.shape)
     index = L.loop_index("x", node.shape)
     src = list(broadcast_index(arr.shape, node.shape, index))

@@ -139,3 +139,16 @@ def test_argsort_then_take_along_axis_a_sort_by_key():
 
     keys, values = np.random.default_rng(3).standard_normal((2, 2, 6, 7))
     np.testing.assert_array_equal(mc.compile(f, backend="triton")(keys, values), f(keys, values))
+
+
+def test_a_gather_over_a_dynamic_batch_calls_numpy_and_the_rest_keeps_its_symbols():
+    fn = mc.compile(embed_add, backend="triton")
+    table = np.arange(40.0, dtype=np.float32).reshape(10, 4)
+    for batch in (2, 3, 5, 7):
+        tokens = np.arange(batch * 3).reshape(batch, 3) % 10
+        pos = np.ones((3, 4), np.float32)
+        np.testing.assert_array_equal(fn(table, tokens, pos), embed_add(table, tokens, pos))
+    assert len(fn.cache) == 2
+    dynamic = fn.cache[-1].compiled
+    assert dynamic.graph.is_dynamic and "a gather over symbolic sizes" in dynamic.schedule
+    assert any(k.sizes for k in dynamic.module.kernels.values())  # the add takes the batch as an argument
