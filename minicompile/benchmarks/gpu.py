@@ -10,10 +10,10 @@ CuPy eager version (NumPy hands ufuncs and array functions to CuPy); compiled
 with ``backend="triton"`` it is minicompile; the same math written for torch
 runs eagerly and through ``torch.compile``.  Everything runs on the default
 stream of one device.  Device time per call is measured with CUDA events
-around 50 back-to-back calls (:func:`device_ms`; median of 5 rounds), so that
+around 50 back-to-back calls (:func:`.gpu_timing.device_ms`; median of 5 rounds), so that
 the host's Python time overlaps the kernels as it does in a real loop instead
 of being counted into them; host time per call (guards, wrapper, launches) is
-its own column (:func:`host_ms`).  ``tiny``'s time is host overhead: it is
+its own column (:func:`.gpu_timing.host_ms`).  ``tiny``'s time is host overhead: it is
 timed on the wall clock over many back-to-back calls.  The models
 (:mod:`.gpu_models`) follow the table.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -29,6 +28,9 @@ from typing import Any, Callable
 import numpy as np
 
 import minicompile as mc
+
+from .gpu_models import main as run_models
+from .gpu_timing import device_ms, host_ms, wall_ms
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 LR, BETA1, BETA2, EPS, STEP = 1e-3, 0.9, 0.999, 1e-8, 10
@@ -142,53 +144,6 @@ WORKLOADS = [
 ]
 
 
-def device_ms(cp: Any, fn: Callable, *args: Any, calls: int = 50, rounds: int = 5) -> float:
-    """Device milliseconds per call: CUDA events around ``calls`` back-to-back calls
-    (the host enqueues ahead of the device, so its Python time overlaps the
-    kernels instead of adding to them), the median over ``rounds``.  A workload
-    whose host time per call exceeds its device time reads as its host time: the
-    device waits for the host, which is what a user of that workload sees."""
-    for _ in range(3):
-        fn(*args)
-    cp.cuda.Device().synchronize()
-    times = []
-    for _ in range(rounds):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(calls):
-            fn(*args)
-        end.record()
-        end.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, end) / calls)
-    return statistics.median(times)
-
-
-def host_ms(cp: Any, fn: Callable, *args: Any, calls: int = 20) -> float:
-    """Host milliseconds per call: the wall time of ``calls`` calls without waiting
-    for the device (guards, wrapper, launches), after the device has caught up."""
-    for _ in range(3):
-        fn(*args)
-    cp.cuda.Device().synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    elapsed = time.perf_counter() - start
-    cp.cuda.Device().synchronize()
-    return elapsed * 1e3 / calls
-
-
-def wall_ms(cp: Any, fn: Callable, *args: Any, calls: int = 2000) -> float:
-    """Wall milliseconds per call over many back-to-back calls, device included."""
-    for _ in range(50):
-        fn(*args)
-    cp.cuda.Device().synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    cp.cuda.Device().synchronize()
-    return (time.perf_counter() - start) * 1e3 / calls
-
-
 def copy_bandwidth(cp: Any, nbytes: int = 1 << 30) -> float:
     """Bytes/s of a device-to-device copy (read + write): the roof for memory-bound kernels."""
     src = cp.ones(nbytes // 4, cp.float32)
@@ -254,7 +209,6 @@ def main(json_path: str = "bench_gpu.json", quick: bool = False, models_too: boo
                          else "CUDA events around 50 back-to-back calls, median of 5 rounds"))
     models = None
     if models_too:
-        from .gpu_models import main as run_models
         models = run_models(cp, torch, quick=quick)
     with open(json_path, "w") as f:
         json.dump({"gpu": gpu, "copy_bandwidth_Bps": roof, "quick": quick, "results": rows, "models": models},

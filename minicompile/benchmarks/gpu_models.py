@@ -15,7 +15,7 @@ backend, and torch eager and ``torch.compile`` on the same weights; plus
 minicompile's first call (capture, Triton compile and autotuning on a cold
 cache) and a second process's first call, which finds the compiled kernels
 and tuned configs on disk.  Device times per call are CUDA events around
-back-to-back calls (:func:`.gpu.device_ms`).  A model that fails prints its
+back-to-back calls (:func:`.gpu_timing.device_ms`).  A model that fails prints its
 error in its row; the others still run.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 
 from ..examples import decoder_block as D
 from ..examples import mobilenet_v2 as mnv2
-from .gpu import device_ms, host_ms
+from .gpu_timing import device_ms, host_ms
 from .models import _to_torch, _torch_decoder, _torch_model
 
 DECODER, DECODER_BATCH = D.Config(vocab=8192, dim=1024, heads=16, layers=4, hidden=2816, seq=1024), 8
