@@ -523,6 +523,20 @@ def test_cpp_backend_matches_numpy(batch):
     assert_same(actual, expected, batch.source())
 
 
+@pytest.mark.parametrize("batch", CPP_BATCHES, ids=[b.id for b in CPP_BATCHES])
+def test_triton_backend_matches_numpy(batch):
+    """The same batches through the triton backend, its kernels in Triton's
+    interpreter (on CuPy arrays the GPU module tests/inductor/test_triton_gpu_programs.py
+    runs a slice of them against CuPy eager)."""
+    pytest.importorskip("triton")
+    fn, args = batch.function(), batch.args()
+    expected = run(fn, args)
+    actual = run(mc.compile(fn, backend="triton"), args)
+    if batch.code in UNDEFINED_VALUES:
+        actual, expected = (tuple(np.zeros_like(v) for v in r) for r in (actual, expected))
+    assert_same(actual, expected, batch.source())
+
+
 # ---------------------------------------------------------------------------
 # The tables themselves
 # ---------------------------------------------------------------------------
