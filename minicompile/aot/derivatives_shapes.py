@@ -188,7 +188,7 @@ def _sliding_window_view(E, g, out, a):
         total = None
         for j in range(int(w)):
             piece = E.call("getitem", g, (Ellipsis, j))
-            widths = tuple((j, int(w) - 1 - j) if i == d else (0, 0) for i in range(nd))
+            widths = tuple((j, int(w) - 1 - j) if i == d else (0, 0) for i in range(len(piece.shape)))
             piece = E.call("pad", piece, widths)
             total = piece if total is None else E.call("add", total, piece)
         g = total

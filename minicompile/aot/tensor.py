@@ -18,9 +18,9 @@ to tensors instead of arrays, through :class:`TapeEmitter`: the backward is
 recorded on the tape in turn, and its gradients can be differentiated again
 (``mc.grad(mc.grad(f))``, ``mc.hessian``).
 
-A NumPy function that is no op of the registry but is written in Python over
-NumPy calls (``np.split``, ``np.gradient``, ``np.rollaxis``) runs as NumPy's
-own source, whose calls come back here op by op.
+A NumPy function that is no op of the registry (``np.split``, ``np.gradient``,
+``np.rollaxis``) runs as NumPy calls that come back here op by op: NumPy's own
+source, or one written in tensor_functions.py.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from ..ir.ops.linalg import einsum_call
 from ..ir.ops.registry import array_module, as_array
 from .derivatives import DERIVATIVES, NonDifferentiable
 from .emit import EagerEmitter, Emitter, canonical_args
+from .tensor_functions import NUMPY_SOURCE, TAPE_FUNCTIONS
 
 _GRAD_ENABLED = [True]
 
@@ -99,6 +100,23 @@ class Tensor:
 
     def item(self) -> Any:
         return self.data.item()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        """NumPy's conversion (``np.asarray(t)``, ``np.array([t, t])``).  A tensor that
+        carries a gradient must not become plain numbers, which would silently cut the
+        tape: it becomes an object array of its elements as 0-d tensors (each read off
+        the tape), which the ops of any tensor turn back into one tensor.  Correct, and
+        slow for large arrays: ``np.stack`` of tensors keeps one node."""
+        if not self.requires_grad:
+            data = self.data if not hasattr(self.data, "get") else self.data.get()
+            return np.array(data, dtype=dtype, copy=True) if copy else np.asarray(data, dtype=dtype)
+        if dtype is not None and np.dtype(dtype) != object:
+            raise TypeError(f"np.asarray(t, dtype={np.dtype(dtype)}) would cut the tape of a tensor that "
+                            "requires grad: use t.data (or t.detach()) for its values")
+        elements = np.empty(self.shape, dtype=object)
+        for index in np.ndindex(*self.shape):
+            elements[index] = self[index] if index else self
+        return elements
 
     def detach(self) -> "Tensor":
         return Tensor(self.data)
@@ -289,10 +307,10 @@ class Tensor:
             return apply("einsum", (subscripts, operands), kwargs)
         if op in OPS:
             return apply(op, args, kwargs)
-        source = getattr(func, "_implementation", None)
-        if source is not None:
-            # NumPy's own Python source: its NumPy calls dispatch back here, op by op.
-            return _tensors_from_objects(source(*args, **kwargs))
+        if func in TAPE_FUNCTIONS:
+            return TAPE_FUNCTIONS[func](*args, **kwargs)
+        if func in NUMPY_SOURCE:  # NumPy's own Python source: its calls dispatch back here, op by op
+            return _tensors_from_objects(func._implementation(*args, **kwargs))
         raise TypeError(f"np.{func.__name__} is not supported on mc.Tensor")
 
     # -- autograd -------------------------------------------------------------------------
