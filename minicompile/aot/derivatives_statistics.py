@@ -85,7 +85,9 @@ def _nanstd(E, g, out, a):  # d std = d var / (2 std)
     x, axis = a["a"], a["axis"]
     centered, inv = _nanvar_parts(E, x, axis, a["ddof"])
     keep = _keepdims_shape(x.shape, axis)
-    share = E.call("divide", E.call("reshape", g, keep), E.call("reshape", out, keep))
+    scale = E.call("reshape", out, keep)
+    zero = E.call("equal", scale, 0)  # a constant slice: 0, as std's rule gives (not 0/0)
+    share = E.call("where", zero, 0.0, E.call("divide", E.call("reshape", g, keep), E.call("where", zero, 1.0, scale)))
     return {"a": E.call("multiply", E.call("multiply", share, centered), inv)}
 
 

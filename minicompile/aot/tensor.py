@@ -140,6 +140,24 @@ class Tensor:
             raise TypeError("indexing an mc.Tensor needs the getitem op")
         return apply("getitem", (self, _unwrap(key)), {})
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._write("setitem", (key, value), {})
+
+    def _write(self, op: str, args: tuple, kwargs: dict) -> None:
+        """An in-place update (``t[k] = v``, ``np.copyto(t, v)``, ``np.add.at(t, i, v)``):
+        the op's functional form applied to the tensor's value so far, which the tensor
+        then becomes — on the tape, a new node whose input is the old value."""
+        node = self._node
+        if node is None and self.requires_grad:
+            raise RuntimeError("a leaf tensor that requires grad is used in an in-place operation")
+        if node is not None and node.op in OPS and (OPS[node.op].kind == "view" or node.op == "getitem"):
+            raise TypeError(f"an in-place write into the result of np.{node.op} (a view in NumPy) is not "
+                            "supported on mc.Tensor: the array it views would not see it")
+        before = Tensor.__new__(Tensor)
+        before.__dict__.update(self.__dict__)
+        after = apply(op, (before,) + args, kwargs)
+        self.data, self._node, self.requires_grad = after.data, after._node, after.requires_grad
+
     def __len__(self) -> int:
         return len(self.data)
 
@@ -290,6 +308,8 @@ class Tensor:
     # -- NumPy dispatch -----------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "at" and not kwargs and f"{ufunc.__name__}_at" in OPS:  # np.add.at(t, i, v)
+            return _write_into(inputs[0], f"{ufunc.__name__}_at", tuple(inputs[1:]), {})
         if method != "__call__" or kwargs:
             raise TypeError(f"mc.Tensor supports plain calls of np.{ufunc.__name__}, "
                             f"not .{method} or {sorted(kwargs)}")
@@ -305,6 +325,10 @@ class Tensor:
         if op == "einsum":  # np.einsum(subscripts, *operands) or its sublist form
             subscripts, operands = einsum_call(args)
             return apply("einsum", (subscripts, operands), kwargs)
+        if op in IN_PLACE:  # np.copyto(dst, src), np.put_along_axis(arr, ...): they return None
+            bound = OPS[op].bind(args, kwargs)
+            target = bound.pop(IN_PLACE[op])
+            return _write_into(target, op, tuple(bound.values()), {})
         if op in OPS:
             return apply(op, args, kwargs)
         if func in TAPE_FUNCTIONS:
@@ -329,6 +353,21 @@ class Tensor:
         if not isinstance(grad, Tensor):
             grad = as_array(grad, self.dtype, like=self.data)
         backward_pass([(self, grad)], create_graph=create_graph)
+
+
+# NumPy functions that write into an argument (by name): ops of the registry in their
+# functional form, applied to a tensor in place by Tensor._write.
+IN_PLACE = {"copyto": "dst", "put_along_axis": "arr"}
+
+
+def _write_into(target: Any, op: str, args: tuple, kwargs: dict) -> None:
+    if isinstance(target, Tensor):
+        target._write(op, args, kwargs)
+        return None
+    if any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        raise TypeError(f"np.{op} of a tensor that requires grad into an ndarray would cut the tape")
+    target[...] = apply(op, (target,) + args, kwargs).data  # plain arrays: NumPy's own effect
+    return None
 
 
 # Ufuncs on an object array of tensors (np.exp(np.array([t, t]))) call each element's
