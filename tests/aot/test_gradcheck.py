@@ -194,6 +194,9 @@ case("hstack", "1d", lambda a, b: np.hstack([a, b]), (S1, "any"), (S0, "any"))
 case("hstack", "2d", lambda a, b: np.hstack([a, b]), (S2, "any"), ((2, 1), "any"))
 case("dstack", "2d", lambda a, b: np.dstack([a, b]), (S2, "any"), (S2, "any"))
 case("column_stack", "1d_2d", lambda a, b: np.column_stack([a, b]), ((2,), "any"), (S2, "any"))
+case("asarray", "list", lambda a, b: np.asarray([a, b * 2.0, a]), (S1, "any"), (S1, "any"))
+case("linspace", "arrays", lambda a, b: np.linspace(a, b + 3.0, 5, axis=1), ((2,), "any"), ((2,), "any"))
+case("full", "0d_fill", lambda a, f: np.full((2, 3), f) * a, (S2, "any"), (S0, "any"))
 case("copyto", "where", lambda a, b: _copyto(a, b), (S2, "any"), ((3,), "any"))
 case("setitem", "box", lambda a, b: _setitem(a, b), ((3, 4), "any"), ((2,), "any"))
 
@@ -274,8 +277,7 @@ def _put_along(a, b):
 
 # Ops every gradient reaches only through another op's rule (its backward, a polyfill, a
 # conversion): checked where they are used, listed so the coverage test knows.
-REACHED_INDIRECTLY = {"asarray", "linspace", "check", "as_strided_scatter", "full", "full_like", "zeros_like",
-                      "ones_like", "empty_like"}
+REACHED_INDIRECTLY = {"check", "as_strided_scatter", "full_like", "zeros_like", "ones_like", "empty_like"}
 
 # -- the check --------------------------------------------------------------------------------------------
 
