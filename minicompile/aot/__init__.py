@@ -5,5 +5,5 @@ from . import derivatives_indexing, derivatives_linalg, derivatives_shapes, deri
 from .functional import grad, hessian, jacobian, value_and_grad
 from .tensor import Tensor, no_grad
 
-__all__ = ["DERIVATIVES", "NON_DIFFERENTIABLE", "NonDifferentiable", "Tensor", "derivative_rule", "grad", "hessian", "jacobian", "no_grad",
-           "value_and_grad"]
+__all__ = ["DERIVATIVES", "NON_DIFFERENTIABLE", "NonDifferentiable", "Tensor", "derivative_rule", "grad",
+           "hessian", "jacobian", "no_grad", "value_and_grad"]
