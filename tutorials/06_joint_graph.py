@@ -275,7 +275,9 @@ np.testing.assert_allclose(doubled[joint.grad_index[1]], 2 * w_t.grad, rtol=1e-1
 # and their views (tutorial 15), and the joint graph is built from those
 # same ops.  On the eager side, `mc.Tensor` defines no `__iadd__`, so
 # `h += 1` rebinds `h` to a new tensor and the tape records an out-of-place
-# `add`; the value the tape saved earlier is never overwritten.
+# `add`; the value the tape saved earlier is never overwritten.  A write
+# such as `h[0] = v` (or `np.copyto`, `np.add.at`) keeps the tensor object but
+# gives it a new tape node, a `setitem` whose input is the old value.
 
 # %%
 t = mc.Tensor(np.ones(3), requires_grad=True)
@@ -288,6 +290,45 @@ h.sum().backward()
 np.testing.assert_allclose(t.grad, 2.0 * np.ones(3))
 
 # %% [markdown]
+# ## Differentiating the backward again
+#
+# A derivative rule is written with registry ops, so the backward it builds
+# is made of differentiable ops too.  `mc.grad` called on a tensor that is
+# already on a tape (an outer `mc.grad` calls it so) applies the rules
+# *to tensors*, recording the backward on the tape, exactly as torch's
+# `backward(create_graph=True)`: the gradient it returns can be
+# differentiated again.  `mc.hessian(f)` is `mc.jacobian(mc.grad(f))`
+# (torch's `torch.func.hessian`), and a Hessian-vector product needs no
+# Hessian at all: the gradient of <grad f(x), v>.
+
+# %%
+def energy(x):
+    return np.sum(np.sin(x) * x ** 2)
+
+x0 = np.array([0.3, -1.2, 2.0])
+H = mc.hessian(energy)(x0)
+by_hand = np.diag(-np.sin(x0) * x0 ** 2 + 4 * x0 * np.cos(x0) + 2 * np.sin(x0))
+print("Hessian (diagonal: the terms do not mix):\n", np.round(H, 4))
+np.testing.assert_allclose(H, by_hand, rtol=1e-12, atol=1e-12)
+
+v = np.array([1.0, 2.0, -1.0])
+hvp = mc.grad(lambda x: np.sum(mc.grad(energy)(x) * v))(x0)
+np.testing.assert_allclose(hvp, by_hand @ v, rtol=1e-12)
+print("Hessian-vector product without the Hessian:", np.round(hvp, 4))
+
+# %% [markdown]
+# torch.compile's compiled backward cannot be differentiated again (its
+# AOTAutograd backward is opaque to autograd).  Ours can: differentiated a
+# second time, a compiled region runs its backward as a graph of its own
+# (primals and tangents in, gradients out), whose joint graph is built by the
+# same rules and partitioned again.
+
+# %%
+compiled_energy = mc.compile(energy, backend="aot_eager")
+np.testing.assert_allclose(mc.hessian(compiled_energy)(x0), by_hand, rtol=1e-12, atol=1e-12)
+print("the compiled function's Hessian: the same")
+
+# %% [markdown]
 # ## The map
 #
 # | minicompile | PyTorch |
@@ -297,6 +338,7 @@ np.testing.assert_allclose(t.grad, 2.0 * np.ones(3))
 # | `EagerEmitter` / `GraphEmitter` | running a backward formula eagerly / tracing it under `make_fx` |
 # | `build_joint_graph` → `JointGraph` | AOTAutograd's joint graph (`primals_*`, `tangents_*`) |
 # | no in-place ops in `ir.Graph` (capture functionalizes, tutorial 15) | functionalization |
+# | `mc.grad(mc.grad(f))`, `mc.hessian`, `mc.jacobian` | `create_graph=True`, `torch.func.hessian`, `torch.func.jacrev` |
 #
 # Next (07): the joint graph is one graph, but training runs it in two
 # halves separated in time — and what the forward hands to the backward costs

@@ -7,6 +7,9 @@ inner backend; the backward graph is compiled on the first ``backward()``.
 Each call runs the forward, keeps the saved values, and returns tensors whose
 tape node runs the compiled backward — so compiled regions compose with eager
 tensor code and with graph breaks, and gradients flow through all of them.
+Differentiated again (``mc.grad(mc.grad(f))`` of a compiled ``f``), a node's
+backward runs as a compiled training graph of its own (:func:`vjp_graph`):
+what torch.compile's compiled backward cannot do.
 Arrays stay in their module: with CuPy inputs the backend gets CuPy arrays,
 and outputs, saved values, tangents and gradients are CuPy arrays.
 """
@@ -17,6 +20,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import ir, logs
+from ..ir.graph import _map_nodes
+from ..ir.passes import dead_code_elimination
 from ..ir.ops.registry import as_array
 from .joint import build_joint_graph
 from .partition import Partition, default_partition, min_cut_partition
@@ -42,6 +47,7 @@ class AotFunction:
             self.joint, self.partition = None, None
             self.forward = backend(graph, arrays)
         self._backward: Any = None
+        self._vjp: dict[tuple, AotFunction] = {}  # the backward as a training graph, by which inputs need grads
 
     def __call__(self, *inputs: Any) -> tuple:
         arrays = [_data(x) for x in inputs]
@@ -58,7 +64,8 @@ class AotFunction:
                 results.append(Tensor(out))
                 continue
             node = TapeNode("compiled", {}, tensors, as_array(out),
-                            backward=self._backward_for(k, saved, forward_outputs))
+                            backward=self._backward_for(k, saved, forward_outputs),
+                            backward_on_tape=self._backward_on_tape_for(k, inputs, forward_outputs))
             results.append(Tensor(out, requires_grad=True, _node=node))
         return tuple(results)
 
@@ -75,6 +82,35 @@ class AotFunction:
             grads = self._backward(*saved, *tangents)
             return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
         return run
+
+
+    def _backward_on_tape_for(self, k: int, inputs: tuple, forward_outputs: tuple) -> Callable:
+        """The backward of output ``k`` on tensors, recorded on the tape (``create_graph``):
+        the joint graph's backward half, as a graph of its own — primals and tangents in,
+        gradients out — compiled as a training graph in turn: its joint graph is built by
+        the same rules and partitioned again, so it can be differentiated again."""
+        def run(g: Any) -> dict[int, Any]:
+            tangents = [g if i == k else np.zeros_like(as_array(out))
+                        for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
+                        if has]
+            example = list(inputs) + tangents
+            pattern = tuple(isinstance(x, Tensor) and x.requires_grad for x in example)
+            if pattern not in self._vjp:
+                self._vjp[pattern] = AotFunction(vjp_graph(self.joint), example, self.backend)
+            grads = self._vjp[pattern](*example)
+            return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
+        return run
+
+
+def vjp_graph(joint: Any) -> ir.Graph:
+    """The joint graph with only its gradients as outputs: (primals, tangents) -> gradients."""
+    graph = ir.Graph()
+    copy = {p: graph.placeholder(p.name, p.meta) for p in joint.graph.placeholders}
+    for node in joint.graph.calls:
+        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
+        copy[node] = graph.call(node.op.name, **args)
+    graph.output([copy[o] for o in joint.graph.outputs[joint.num_forward_outputs:]])
+    return dead_code_elimination(graph)
 
 
 def _data(x: Any) -> Any:

@@ -18,8 +18,12 @@ zero almost everywhere.  Asking for a gradient through a floating-point op
 without a rule raises :class:`NonDifferentiable` naming it — never a silent zero.
 
 The rules of reads and writes through an index, scans such as ``cumprod``,
-conversions and run-time checks are in derivatives_indexing.py, registered
-into the same table.
+conversions and run-time checks are in derivatives_indexing.py; of the
+contractions (``einsum``, ``tensordot``, ``dot``, norms) in derivatives_linalg.py;
+of the ops that move elements (joins, ``tile``, ``pad``, windows, sorts) in
+derivatives_shapes.py; of nan-reductions and order statistics in
+derivatives_statistics.py — all registered into the same table.  The ops that
+need no rule are listed in :data:`NON_DIFFERENTIABLE`, each with the reason.
 """
 from __future__ import annotations
 
@@ -34,6 +38,25 @@ DERIVATIVES: dict[str, Rule] = {}
 
 class NonDifferentiable(TypeError):
     pass
+
+
+# The ops without a rule, and why none is needed: no floating-point result computed
+# from an array (the tape and the joint graph then carry no gradient through them, by
+# dtype), or no array input at all.  Every other op of the registry has a rule.
+_BOOLEAN = "a boolean result: carries no gradient (its derivative is zero)"
+_INTEGER = "an integer result (an index or a count): carries no gradient"
+_INTEGER_ONLY = "defined on integers and booleans only: no floating-point input to differentiate"
+_CREATION = "no array input: nothing to differentiate"
+NON_DIFFERENTIABLE: dict[str, str] = {
+    **dict.fromkeys(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isclose",
+                     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
+                     "isfinite", "signbit", "all", "any"), _BOOLEAN),
+    **dict.fromkeys(("argmax", "argmin", "nanargmax", "nanargmin", "argsort", "argpartition",
+                     "searchsorted", "digitize", "count_nonzero"), _INTEGER),
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
+                     "gcd", "lcm", "bitwise_and_at", "bitwise_or_at", "bitwise_xor_at"), _INTEGER_ONLY),
+    **dict.fromkeys(("arange", "zeros", "ones", "empty", "eye", "tri"), _CREATION),
+}
 
 
 def derivative_rule(*names: str) -> Callable[[Rule], Rule]:
@@ -351,6 +374,13 @@ def _logaddexp(E, g, out, a):  # d log(e^x1 + e^x2) = e^(x1-out) dx1 + e^(x2-out
             if is_array(v) else None for k, v in (("x1", x1), ("x2", x2))}
 
 
+@derivative_rule("logaddexp2")
+def _logaddexp2(E, g, out, a):  # d log2(2^x1 + 2^x2) = 2^(x1-out) dx1 + 2^(x2-out) dx2
+    x1, x2 = a["x1"], a["x2"]
+    return {k: _to(E, E.call("multiply", g, E.call("exp2", E.call("subtract", v, out))), v)
+            if is_array(v) else None for k, v in (("x1", x1), ("x2", x2))}
+
+
 @derivative_rule("clip")
 def _clip(E, g, out, a):  # the gradient goes to whichever of a, a_min, a_max the value is (ties: a)
     x, lo, hi = a["a"], a["a_min"], a["a_max"]
@@ -401,12 +431,18 @@ def _var(E, g, out, a):  # d var = 2 (x - mean) dx / (n - ddof)
 
 @derivative_rule("std")
 def _std(E, g, out, a):  # d std = d var / (2 std)
+    # Where std is 0 (a constant slice: one element, a 0-d input) x - mean is 0 too, and
+    # 0/0 would be NaN.  The slice's std is then |x - mean| in every direction, whose
+    # subgradient at the kink is 0: that is the gradient given (not NaN).
     x, axis = a["a"], a["axis"]
     keep = _keepdims_shape(x.shape, axis)
     mean = E.call("mean", x, axis=axis, keepdims=True)
     centered = E.call("subtract", x, mean)
-    denom = E.call("multiply", E.call("reshape", out, keep), float(max(_count(x, axis) - a["ddof"], 1)))
-    return {"a": E.call("multiply", _expand(E, g, a), E.call("divide", centered, denom))}
+    scale = E.call("reshape", out, keep)
+    zero = E.call("equal", scale, 0)
+    denom = E.call("multiply", E.call("where", zero, 1.0, scale), float(max(_count(x, axis) - a["ddof"], 1)))
+    share = E.call("where", zero, 0.0, E.call("divide", centered, denom))
+    return {"a": E.call("multiply", _expand(E, g, a), share)}
 
 
 @derivative_rule("cumsum")
@@ -461,16 +497,6 @@ def _split_along(E, g, parts, axis: int) -> tuple:
     return tuple(pieces)
 
 
-@derivative_rule("concatenate")
-def _concatenate(E, g, out, a):
-    arrays, axis = a["arrays"], a["axis"]
-    if axis is None:
-        raise NonDifferentiable("np.concatenate(axis=None) has no derivative rule yet")
-    pieces = _split_along(E, g, arrays, axis % len(g.shape))
-    return {"arrays": tuple(E.call("reshape", p, tuple(x.shape)) if is_array(x) else None
-                            for p, x in zip(pieces, arrays))}
-
-
 @derivative_rule("stack")
 def _stack(E, g, out, a):
     axis = a["axis"] % len(g.shape)
@@ -514,15 +540,6 @@ def _pad_widths(key: tuple, shape: tuple) -> tuple[tuple[int, int], ...] | None:
         else:
             return None
     return tuple(widths)
-
-
-@derivative_rule("dot")
-def _dot(E, g, out, a):  # for 1-D and 2-D operands, np.dot is matmul
-    A, B = a["a"], a["b"]
-    if len(A.shape) > 2 or len(B.shape) > 2 or len(A.shape) == 0 or len(B.shape) == 0:
-        raise NonDifferentiable("np.dot beyond 1-D/2-D operands has no derivative rule yet")
-    grads = _matmul(E, g, out, {"x1": A, "x2": B})
-    return {"a": grads["x1"], "b": grads["x2"]}
 
 
 @derivative_rule("outer")

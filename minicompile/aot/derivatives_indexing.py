@@ -142,8 +142,12 @@ def _asarray(E, g, out, a):  # a conversion: the gradient converts back
     x = a["a"]
     if is_array(x):
         return {"a": E.call("astype", g, x.dtype)}
+    if isinstance(x, (tuple, list)) and any(is_array(v) for v in x) and not any(
+            isinstance(v, (tuple, list)) for v in x):  # a list of arrays, stacked: each its row of g
+        return {"a": tuple(E.call("astype", E.call("getitem", g, (i,)), v.dtype) if is_array(v) else None
+                           for i, v in enumerate(x))}
     if isinstance(x, (tuple, list)) and any(is_array(v) for v in np.ravel(np.array(x, dtype=object))):
-        raise NonDifferentiable("np.asarray of a list of arrays has no derivative rule yet")
+        raise NonDifferentiable("np.asarray of a nested list of arrays has no derivative rule yet")
     return {}
 
 

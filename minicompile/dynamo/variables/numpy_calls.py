@@ -45,6 +45,7 @@ import numpy as np
 
 from ...ir import get_op
 from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
+from ...ir.ops.linalg import einsum_call
 from ..exc import Unsupported
 from ..polyfills import POLYFILLS, TRACE_TIME, checked, python_bool
 from .arrays import ArrayVariable, update_array
@@ -210,12 +211,24 @@ for _n in (1, 2, 3):
 FUNCTIONS.update({
     np.where: CallRule("where", _where),
     # *operands arrive as a Python tuple of variables: one tuple argument of the op.
-    np.einsum: CallRule("einsum", _einsum,
-                        post=lambda kw: {**kw, "operands": TupleVariable(list(kw["operands"]))}),
+    np.einsum: CallRule("einsum", _einsum, post=lambda kw: _einsum_operands(kw)),
 })
 for _alias, _op in (("concat", "concatenate"), ("permute_dims", "transpose"), ("astype", "astype")):
     if hasattr(np, _alias):  # NumPy 2 array-API spellings
         FUNCTIONS[getattr(np, _alias)] = CallRule(_op, getattr(np, _alias))
+
+def _einsum_operands(kw: dict[str, Any]) -> dict[str, Any]:
+    """np.einsum's operands as one tuple; its sublist form (arrays and lists of axis
+    numbers, interleaved) spelled as the subscripts string it means."""
+    subscripts, rest = kw["subscripts"], list(kw["operands"])
+    if not isinstance(subscripts, ArrayVariable):
+        return {**kw, "operands": TupleVariable(rest)}
+    args = [subscripts] + rest
+    # the sublists arrive as plain Python values (constants are made plain before binding)
+    spec, operands = einsum_call(tuple(python_value(a) if isinstance(a, VariableTracker) and not
+                                       isinstance(a, ArrayVariable) else a for a in args))
+    return {**kw, "subscripts": ConstantVariable(spec), "operands": TupleVariable(list(operands))}
+
 
 _SELF_A = {"self": "a"}
 METHODS: dict[str, CallRule] = {

@@ -148,6 +148,25 @@ def _einsum(subscripts, operands, optimize=False):
     return np.einsum(subscripts, *operands, optimize=optimize)
 
 
+def einsum_call(args: tuple) -> tuple[str, tuple]:
+    """``np.einsum``'s positional arguments as (subscripts, operands): the string form
+    as it is, the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` spelled as the
+    string it means (each integer a letter, ``Ellipsis`` as ``...``)."""
+    if isinstance(args[0], str):
+        return args[0], tuple(args[1:])
+
+    def term(sublist: Any) -> str:
+        return "".join("..." if s is Ellipsis else _SUBLIST_LETTERS[int(s)] for s in sublist)
+
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+    inputs = ",".join(term(s) for s in pairs[1::2])
+    return (inputs if output is None else inputs + "->" + term(output)), tuple(pairs[0::2])
+
+
+# NumPy's sublist integers 0-25 are 'A'-'Z', 26-51 'a'-'z'
+_SUBLIST_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
 def _einsum_canon(args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args["subscripts"], str):
         raise NotImplementedError("einsum in its interleaved (sublist) form is not supported")
