@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import bytecode
+from . import bytecode, loop_capture
 from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
@@ -136,22 +136,7 @@ class InstructionTranslator:
         """Interpret to the first RETURN; raise :class:`Unsupported` with a location."""
         try:
             for _ in range(MAX_STEPS):
-                inst = self.instructions[self.ip]
-                # What the frame looked like before this instruction: a graph
-                # break here resumes from exactly this state.
-                self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
-                                           set(self.deleted), self.kw_names, self.output.mutations,
-                                           len(self.output.guards.guards))
-                self.ip += 1
-                if inst.positions is not None and inst.positions.lineno is not None:
-                    self.lineno = inst.positions.lineno
-                self.output.tracer = self  # an inlined call's translator set it: take it back
-                if self.parent is None:
-                    self.output.step += 1
-                handler = getattr(self, inst.opname, None)
-                if handler is None:
-                    raise Unsupported(f"bytecode {inst.opname} is not supported yet")
-                handler(inst)
+                self.step()
                 if self.return_value is not None:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
@@ -171,6 +156,25 @@ class InstructionTranslator:
                                   filename=filename, lineno=self.lineno)
             e.where = replace(e.where, user_stack=(frame,) + e.where.user_stack)
             raise
+
+    def step(self) -> None:
+        """Interpret the instruction at ``ip``."""
+        inst = self.instructions[self.ip]
+        # What the frame looked like before this instruction: a graph
+        # break here resumes from exactly this state.
+        self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
+                                   set(self.deleted), self.kw_names, self.output.mutations,
+                                   len(self.output.guards.guards))
+        self.ip += 1
+        if inst.positions is not None and inst.positions.lineno is not None:
+            self.lineno = inst.positions.lineno
+        self.output.tracer = self  # an inlined call's translator set it: take it back
+        if self.parent is None:
+            self.output.step += 1
+        handler = getattr(self, inst.opname, None)
+        if handler is None:
+            raise Unsupported(f"bytecode {inst.opname} is not supported yet")
+        handler(inst)
 
     def push(self, var: VariableTracker) -> None:
         self.stack.append(var)
@@ -449,12 +453,14 @@ class InstructionTranslator:
 
     JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP = JUMP_FORWARD
 
-    # -- loops: iterators known at trace time unroll -----------------------------------------------
+    # -- loops: iterators known at trace time unroll (long counted ones may be one node) -----------------------------------------------
 
     def GET_ITER(self, inst) -> None:
         self.push(iterate(self, self.pop()))
 
     def FOR_ITER(self, inst) -> None:
+        if loop_capture.as_loop_node(self, inst):  # a long counted loop: one loop node
+            return
         item = next_item(self.stack[-1])
         if item is not None:
             self.push(item)
