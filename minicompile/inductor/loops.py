@@ -38,7 +38,8 @@ def example(meta: ir.TensorMeta) -> np.ndarray:
 
 
 def contiguous(value: Any) -> np.ndarray:
-    return np.ascontiguousarray(value)
+    """C-contiguous, 0-d kept 0-d (``np.ascontiguousarray`` makes it 1-d)."""
+    return np.asarray(value, order="C")
 
 
 def host_loop(compiled_body: Callable[..., tuple]) -> LoopRunner:

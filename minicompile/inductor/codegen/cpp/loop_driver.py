@@ -107,7 +107,7 @@ def runner(lib: Any, layout: Layout):
             buf = buffers[out]
             arrays["A:" + out] = np.empty(buf.shape, buf.dtype)
             arrays["B:" + out] = np.empty(buf.shape, buf.dtype)
-        inputs = [np.ascontiguousarray(v) for v in (*carried, *invariant)] + [np.zeros((), np.int64)]
+        inputs = [np.asarray(v, order="C") for v in (*carried, *invariant)] + [np.zeros((), np.int64)]
         arrays.update(zip(layout.placeholders, inputs))
         for t in layout.temps:
             arrays[t] = np.empty(buffers[t].shape, buffers[t].dtype)
