@@ -65,7 +65,7 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     if it.position != (1 if how == "peel" else 0):
         return False
     n = len(it.counted) - it.position
-    if n <= config.loop_unroll_limit or how == "unroll" or output.loop_scope is not None:
+    if n == 0 or n <= config.loop_unroll_limit or how == "unroll" or output.loop_scope is not None:
         # (a loop inside a loop body unrolls there: the outer loop is the one that counts)
         return False
     try:
