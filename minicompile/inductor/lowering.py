@@ -549,8 +549,10 @@ def lower_setitem(node: ir.Node) -> L.Pointwise:
         region = tuple(box[d] for d in kept)
         read = L.cast(L.Load(value.name, broadcast_index(value.shape, region, tuple(inner[d] for d in kept)),
                              value.dtype), a.dtype)
+    elif np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf":
+        read = L.constant(np.asarray(value).astype(a.dtype)[()], a.dtype)
     else:
-        read = L.constant(np.asarray(value, a.dtype)[()], a.dtype)
+        raise Unsupported("a store of a constant array")
     guard = L.Load(a.name, inner, a.dtype)  # only its index is checked, against the box
     bounds = tuple(L.Constant(n, _I64) for n in box)
     body = L.Op("pad_select", (guard, read, L.Load(a.name, index, a.dtype)) + bounds, a.dtype)

@@ -41,11 +41,11 @@ STATEMENTS = [
 
 
 def writes_then_rebinds(statements: list[str]) -> bool:
-    """An argument written in place and rebound in the body: eager NumPy writes the
-    caller's array in the first iteration only, so the loop unrolls (by design)."""
+    """An argument written in place and an array rebound in the body: eager NumPy may
+    write the caller's array in the first iteration only, and the loop then unrolls."""
     lines = [line for s in statements for line in s.splitlines()]
-    return any(any(line.startswith((f"{x}[", f"{x} +=")) for line in lines)
-               and any(line.startswith(f"{x} = ") for line in lines) for x in "uv")
+    writes = any(line.startswith(("u[", "v[", "u +=", "v +=")) for line in lines)
+    return writes and any(line.startswith(("u = ", "v = ", "u, v = ")) for line in lines)
 
 
 def program(statements: list[str]) -> str:
