@@ -219,3 +219,15 @@ def test_enumerate_over_an_array_with_a_break_compiles_once():
         result = compiled(db)
     assert len(compiled.cache) == 1
     np.testing.assert_allclose(result, f(db))
+
+
+def test_python_builtins_of_the_index_unroll_and_keep_dtypes():
+    def f(x, n):
+        for i in range(n):
+            x = x + abs(i - 5) + float(i)  # Python ints and floats in eager code: float32 stays
+        return x
+
+    x = np.ones(3, np.float32)
+    r = mc.compile(f, backend="eager")(x, 20)
+    assert r.dtype == f(x, 20).dtype == np.float32
+    np.testing.assert_allclose(r, f(x, 20))

@@ -267,7 +267,7 @@ def update_array(tx: "InstructionTranslator", target: ArrayVariable, new: ArrayV
 
 def get_attr(tx: "InstructionTranslator", arr: ArrayVariable, name: str) -> VariableTracker:
     """``arr.name``: a fact of its shape and dtype, ``.T``, or a method to be called."""
-    if arr.python is not None:
+    if arr.python is not None or arr.weak is not None:
         raise Unsupported(f"attribute .{name} of a {arr.describe()}: its value is known once the graph has run")
     meta = arr.node.meta
     # shape, dtype and strides are guarded on every array input, so these

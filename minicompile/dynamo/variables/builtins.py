@@ -322,6 +322,10 @@ def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, 
         raise Unsupported(f"calling {fn.describe()} is not supported")
     target = fn.value
     name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    if any(isinstance(a, ArrayVariable) and a.weak is not None for a in (*args, *kwargs.values())) and not (
+            isinstance(target, np.ufunc) or str(getattr(target, "__module__", "")).startswith("numpy")):
+        # Python would compute with the int itself (abs(i), float(i), range(i)).
+        raise Unsupported(f"{name}() of the loop index (a Python number in eager code)")
     if isinstance(target, type) and issubclass(target, BaseException):
         return user_classes.make_exception(tx, target, args, kwargs)
     if user_objects.is_user_class(fn) and not issubclass(target, np.generic):
