@@ -19,6 +19,7 @@ written once for 3.11, 3.12 and 3.13.
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 from dataclasses import dataclass, replace
 from typing import Any
@@ -467,6 +468,19 @@ class InstructionTranslator:
         else:
             self.pop()
             self.ip = self.index_of[inst.argval] + VERSION.for_iter_exhausted_skip
+
+    # -- import of a module already imported: a lookup in sys.modules ----------------------------
+
+    def IMPORT_NAME(self, inst) -> None:
+        fromlist, level = python_value(self.pop()), python_value(self.pop())
+        name = inst.argval
+        if level != 0 or name not in sys.modules:
+            raise Unsupported(f"import of {name!r}, not imported before the call")
+        # ``import a.b`` binds ``a``; ``from a.b import c`` reads ``c`` from ``a.b`` (IMPORT_FROM).
+        self.push(PythonObjectVariable(sys.modules[name if fromlist else name.partition(".")[0]]))
+
+    def IMPORT_FROM(self, inst) -> None:
+        self.push(get_attr(self, self.stack[-1], inst.argval))
 
     # -- stack shuffling and no-ops -------------------------------------------------------------------
 

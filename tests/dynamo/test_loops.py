@@ -231,3 +231,30 @@ def test_python_builtins_of_the_index_unroll_and_keep_dtypes():
     r = mc.compile(f, backend="eager")(x, 20)
     assert r.dtype == f(x, 20).dtype == np.float32
     np.testing.assert_allclose(r, f(x, 20))
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_builtins_over_arrays_ndindex_ndenumerate_and_import(backend):
+    def fold(x):
+        return max(x), min(x), sum(x)  # Python's folds over the elements: a first NaN stays
+
+    def indexed(x):
+        import numpy
+        from numpy import cos
+        out = numpy.zeros_like(x)
+        for idx in np.ndindex(*x.shape):
+            out[idx] = cos(x[idx]) * 2
+        total = 0.0
+        for idx, v in np.ndenumerate(x):
+            total = total + v * idx[0]
+        return out, total
+
+    for fn, x in ((fold, np.array([np.nan, 1.0, 3.0, -1.0])), (fold, np.array([2.0, np.nan, 5.0], np.float32)),
+                  (indexed, np.arange(6.0, dtype=np.float32).reshape(2, 3))):
+        mc.reset()
+        ex = mc.explain(fn)(x)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0
+        got, want = mc.compile(fn, backend=backend)(x), fn(x)
+        for g, w in zip(got, want):
+            assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w, equal_nan=True, rtol=1e-6)
