@@ -9,7 +9,10 @@ The compile time is the first call's minus a warm call's, for the same
 program stepped 100 and 1,000 times: the loop's body is traced and compiled
 once, so the two should match (an unrolled loop grows with the step count).
 A complex-number workload (a Mandelbrot set) is not here: minicompile does
-not take complex arrays yet.
+not take complex arrays yet.  The C++ loop calls each kernel, an OpenMP
+parallel region, once per step: on a machine busier than its cores, OpenMP's
+spinning threads cost more than the step (``OMP_WAIT_POLICY=passive`` or
+``MINICOMPILE_NUM_THREADS=1`` avoid it).
 """
 from __future__ import annotations
 
