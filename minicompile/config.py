@@ -36,6 +36,11 @@ runtime_dir: Path = Path(os.environ.get("MINICOMPILE_RUNTIME_DIR", cache_dir / "
 # The C compiler used by the cpp backend; found on PATH when not set.
 cxx: str | None = os.environ.get("CXX") or None
 
+# A counted loop (``for i in range(n)``) with more iterations than this becomes one
+# loop node holding its body, traced once, when the body allows it; shorter ones
+# unroll, which lets the body's kernels fuse across iterations.
+loop_unroll_limit: int = _env_int("LOOP_UNROLL_LIMIT", 16)
+
 # OpenMP threads for generated C++ kernels (0 = OpenMP's default).
 num_threads: int = _env_int("NUM_THREADS", 0)
 

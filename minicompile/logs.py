@@ -1,6 +1,6 @@
 """Artifact logging, switched on per artifact with ``MINICOMPILE_LOGS``.
 
-``MINICOMPILE_LOGS=graph,guards,recompiles,graph_breaks,bytecode,output_code``
+``MINICOMPILE_LOGS=graph,guards,recompiles,graph_breaks,bytecode,loops,output_code``
 prints each artifact to stderr as the stage that produces it finishes, the way
 ``TORCH_LOGS`` does for torch.compile.  ``MINICOMPILE_LOGS=all`` turns on all.
 
@@ -20,6 +20,7 @@ ARTIFACTS = (
     "recompiles",    # which guard failed and why a function is compiled again
     "graph_breaks",  # where capture stopped and why
     "bytecode",      # the function's bytecode as the interpreter reads it
+    "loops",         # each counted loop: one loop node, or unrolled, and why
     "decomp",        # graphs before and after decomposition into primitives
     "aot",           # the joint forward/backward graph
     "partition",     # what the partitioner saves and recomputes

@@ -193,3 +193,40 @@ assert np.shares_memory(tail, ys)
 # | `write_backs`: `L['x'][...] = new` after the graph | `copy_` of mutated inputs in AOTAutograd's epilogue |
 # | alias groups, `as_strided` of `L['x'].base` | synthetic bases for aliased inputs |
 # | guards `L['y'].base is L['x'].base`, `not ___may_share(...)` | Dynamo's aliasing guards |
+
+# %% [markdown]
+# ## Loops: the body once, as one loop node
+#
+# Capture unrolls Python loops: each iteration's ops land in the graph again.
+# A stencil stepped 1,000 times would be 1,000 copies of its body.  A counted
+# loop longer than `config.loop_unroll_limit` (16) whose body is the same graph
+# every time becomes **one loop node** instead, holding the body traced once:
+# torch's `while_loop`/`scan` higher-order ops and JAX's `lax.fori_loop` are its
+# twins.  The in-place store above is what makes this body a loop: the write to
+# `u` is functionalized like any other, and `u`'s memory is the loop's *carried*
+# value.  The loop index `t` is a Python int inside the body (NEP 50 applies).
+
+# %%
+def diffuse(u, steps):
+    for t in range(steps):
+        un = u.copy()
+        u[1:-1] = un[1:-1] + 0.1 * (un[2:] - 2 * un[1:-1] + un[:-2])
+    return u
+
+
+explained = mc.explain(diffuse)(np.linspace(0, 1, 32) ** 2, 1000)
+loop_graph = explained.graphs[0]
+print(loop_graph)
+assert [n.op.name for n in loop_graph.calls].count("loop") == 1 and loop_graph.op_count() < 10
+
+heat, heat_eager = np.linspace(0, 1, 32) ** 2, np.linspace(0, 1, 32) ** 2
+mc.compile(diffuse, backend="cpp")(heat, 1000)
+diffuse(heat_eager, 1000)
+assert np.allclose(heat, heat_eager)  # the caller's array written, as NumPy writes it
+
+# %% [markdown]
+# The C++ backend compiles the body once and runs its kernels from a generated
+# C++ loop that rotates two buffers per carried value; Triton launches the body
+# from a host loop.  A body that is not one graph — a `break`, a branch on the
+# index, a list that grows, a Python number that changes — unrolls, and
+# `MINICOMPILE_LOGS=loops` says why.  A gradient through a loop unrolls it first.

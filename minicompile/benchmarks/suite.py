@@ -320,6 +320,7 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
     from .models import main as model_rows
     from .dynamic_shapes import main as dynamic_shape_rows
     from .spyre import main as spyre_rows
+    from .loops import main as loop_rows
     from .training import main as training_rows
 
     training = training_rows(quick)
@@ -327,11 +328,14 @@ def main(json_path: str = "bench.json", quick: bool = False) -> int:
     models = None if quick else model_rows(with_torch=torch_fns is not None)
     print()
     spyre = spyre_rows()
+    print()
+    loops = loop_rows(quick)
+    print()
     dynamic_shape_rows(quick)
     print()
     profiler_overhead()
     with open(json_path, "w") as f:
         json.dump({"copy_bandwidth_Bps": roof, "copy_method": how, "quick": quick, "results": rows,
-                   "training": training, "models": models, "spyre": spyre}, f, indent=2, default=str)
+                   "training": training, "models": models, "spyre": spyre, "loops": loops}, f, indent=2, default=str)
     print(f"results written to {json_path}")
     return 0

@@ -26,10 +26,11 @@ from .. import config, ir, logs
 from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
+from ..ir.loops import has_loops, unroll_loops
 from ..ir.symbolic import Sym, is_symbolic
 from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
-from .exc import GraphRaised, NotResumable
+from .exc import GraphRaised, NotResumable, RestartAnalysis
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
@@ -105,9 +106,34 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
              wrap_function: Callable[[types.FunctionType], Any] | None,
              allow_breaks: bool, scalars_as_inputs: bool,
              dynamic: DynamicPolicy | None) -> Capture:
+    """One capture; traced again, with the loop unrolled, each time a loop's body
+    turns out not to be one loop node (RestartAnalysis)."""
     start = time.perf_counter()
     logs.log("bytecode", lambda: f"{fn.__qualname__}:\n{bytecode.format_bytecode(fn.__code__)}")
+    unrolled: dict = {}  # loop -> "peel" (its first iteration unrolls) or "unroll"
+    while True:
+        try:
+            cap = _capture_once(fn, L, wrap_function, allow_breaks, scalars_as_inputs, dynamic, unrolled)
+        except RestartAnalysis as restart:
+            if unrolled.get(restart.key) == "unroll":  # an unrolled loop never tries again
+                raise AssertionError(f"loop {restart.key} restarted twice") from None
+            how = "peel" if restart.peel and restart.key not in unrolled else "unroll"
+            unrolled[restart.key] = how
+            logs.log("loops", lambda: f"{fn.__qualname__}: the loop at {restart.key[0].co_name} "
+                     f"(offset {restart.key[1]}) "
+                     f"{'runs its first iteration unrolled' if how == 'peel' else 'unrolls'}: {restart.reason}")
+            continue
+        cap.seconds = time.perf_counter() - start
+        return cap
+
+
+def _capture_once(fn: types.FunctionType, L: dict[str, Any],
+                  wrap_function: Callable[[types.FunctionType], Any] | None,
+                  allow_breaks: bool, scalars_as_inputs: bool,
+                  dynamic: DynamicPolicy | None, unrolled: set) -> Capture:
+    start = time.perf_counter()
     output = OutputGraph()
+    output.unrolled_loops = unrolled
     output.scalars_as_inputs = scalars_as_inputs
     if dynamic is not None:
         output.enable_dynamic(dynamic)
@@ -331,7 +357,15 @@ def compile_entry(
         try:
             if any(isinstance(x, Tensor) for x in example_inputs):
                 # Tensors in: compile forward and backward (AOTAutograd), record on the tape.
-                compiled = AotFunction(cap.graph, example_inputs, backend)
+                # A loop node is written out first when a gradient flows: the backward
+                # of the unrolled loop is the reversed loop over the carries the
+                # forward saves (or the partitioner recomputes), each by its own rule.
+                graph = cap.graph
+                if any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs) \
+                        and has_loops(graph):
+                    logs.log("loops", lambda: f"{fn.__qualname__}: a gradient flows: loop nodes unrolled")
+                    graph = unroll_loops(graph)
+                compiled = AotFunction(graph, example_inputs, backend)
             else:
                 # Symbolic sizes or not: the backend was told how to meet them when it
                 # was looked up (once, or once per shape: minicompile.per_shape).

@@ -62,3 +62,17 @@ class GraphRaised(Exception):
     def __init__(self, error: BaseException):
         super().__init__(f"{type(error).__name__}: {error}")
         self.error = error
+
+
+class RestartAnalysis(BaseException):
+    """A loop's body could not become one loop node (loop_capture.py): trace the
+    frame again from its start with that loop unrolled.  A BaseException, so that
+    no handler of the program's own errors on the way up takes it."""
+
+    def __init__(self, key: tuple, reason: str, peel: bool = False):
+        super().__init__(reason)
+        self.key = key
+        self.reason = reason
+        # True: run the first iteration unrolled, then try the rest as one node
+        # (a value that becomes an array in the first iteration: total = 0; total = total + x)
+        self.peel = peel

@@ -46,6 +46,7 @@ Out: array variables that know their storage and view chain; write-backs
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -118,8 +119,11 @@ class Storage:
     base of its alias group: its own node is then no longer used, and its
     variables resolve through ``(root, chain)``."""
 
+    serials = itertools.count()  # creation order: what a loop body made is younger than the loop
+
     def __init__(self, owner: "Functionalizer", node: ir.Node, source: Source | None = None,
                  value: Any = None, layout: Layout = None):
+        self.serial = next(Storage.serials)
         self.owner = owner
         self.node = node
         self.version = 0
@@ -245,6 +249,8 @@ class Functionalizer:
         storage = Storage(self, node, source, value, layout)
         for other in self.inputs:
             if other.value is not None and may_share_memory(value, other.value):
+                if self.output.loop_scope is not None:
+                    raise Unsupported(f"{source} shares memory with another argument, read in a loop body")
                 self._join(storage, other)
         self.inputs.append(storage)
         var = ArrayVariable(node, source, storage=storage, layout=layout,
@@ -274,15 +280,16 @@ class Functionalizer:
                                      layout=layout, readonly=parent.readonly or op in READONLY_VIEWS)
             # NumPy copies (or may): say so in the graph, or a backend whose buffer has
             # another layout than NumPy's array could return a view of it.
-            node = self.output.graph.call("copy", node)
+            node = self.output.current.call("copy", node)
             node.user_stack = self.output.user_stack()
             if kind == "maybe":
                 var = self._fresh(node, False, None)
                 var.storage.entangled = parent.storage.entangled = True
                 return var
             return self._fresh(node, False, _c_layout(node))
+        # (a NumPy scalar operand has no layout to pass on: it broadcasts)
         known_c = all(a.storage is not None and is_c_contiguous(a.layout, a.node.meta.shape, a.node.meta.dtype)
-                      for a in arrays)
+                      for a in arrays if not (a.scalar and a.storage is None))
         return self._fresh(node, False, _c_layout(node) if known_c else None)
 
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
@@ -297,7 +304,7 @@ class Functionalizer:
         root, prefix = var.storage.resolve()
         node = root.node
         for step in prefix + var.view:
-            node = step.apply(self.output.graph, node)
+            node = step.apply(self.output.current, node)
             node.user_stack = self.output.user_stack()
         var.set_node(node, root)
 
@@ -312,11 +319,13 @@ class Functionalizer:
             raise Unsupported(f"{what} writes to an array that a reshape of unknown memory layout may "
                               "or may not share (NumPy decides by the layout an earlier op chose)",
                               resumable=False)
+        if self.output.loop_scope is not None:  # a loop body may write only what it carries
+            self.output.loop_scope.check_write(storage, what)
         if len(storage.group.members) > 1 and storage.group.root is None:
             self._merge(storage.group)
         root, prefix = storage.resolve()
         chain = prefix + var.view
-        graph = self.output.graph
+        graph = self.output.current
         values = [root.node]
         for step in chain[:-1]:
             values.append(step.apply(graph, values[-1]))
@@ -386,7 +395,7 @@ class Functionalizer:
         offset = element_offset(s.value, base)
         step = ViewStep("as_strided", (tuple(s.node.meta.shape), strides, offset))
         if s.written:  # its writes so far move into the base
-            root.node = step.scatter(self.output.graph, root.node, s.node)
+            root.node = step.scatter(self.output.current, root.node, s.node)
         s.forward = (root, (step,))
         expr, base_expr = s.source.expr, root.source.expr
         guards = self.output.guards
@@ -407,7 +416,7 @@ class Functionalizer:
             root, prefix = s.resolve()
             node = root.node
             for step in prefix:
-                node = step.apply(self.output.graph, node)
+                node = step.apply(self.output.current, node)
             out.append((s.source.expr, node))
         return out
 

@@ -83,6 +83,12 @@ def placeholder_name(source: Source) -> str:
 class OutputGraph:
     def __init__(self) -> None:
         self.graph = ir.Graph()
+        # Where ops go: the graph, or the body of a loop being traced (loop_capture.py).
+        self.current = self.graph
+        # Loops that run unrolled in this capture (their body could not be one loop node),
+        # by (code object, offset of FOR_ITER), and the loop being traced now, if any.
+        self.unrolled_loops: dict = {}
+        self.loop_scope: Any = None
         self.guards = GuardSet()
         self.tracer: Any = None  # the InstructionTranslator running now (for source lines)
         self.input_sources: list[Source] = []
@@ -279,6 +285,32 @@ class OutputGraph:
             tracer = tracer.parent
         return tuple(reversed(frames))
 
+    def weak_operands(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A Python number computed in the graph (a loop's index) as the operand NumPy
+        makes of a Python number (NEP 50): the other operands' dtype, or int64/float64
+        alone.  Only elementwise ops take one; an int that may not fit refuses."""
+        if ir.get_op(op).kind != "pointwise":
+            raise Unsupported(f"np.{op} of the loop index (a Python number in eager code)")
+        strong = [v.node.meta.dtype for v in args.values()
+                  if isinstance(v, ArrayVariable) and v.weak is None]
+        constants = [v.value for v in args.values()
+                     if isinstance(v, ConstantVariable) and type(v.value) in (int, float, bool)]
+        out = dict(args)
+        for name, v in args.items():
+            if not (isinstance(v, ArrayVariable) and v.weak is not None):
+                continue
+            kind, low, high = v.weak
+            target = np.result_type(*strong, *constants, kind(0))
+            if target.kind in "iu" and target != np.int64:
+                info = np.iinfo(target)
+                if low is None or low < info.min or high > info.max:
+                    raise Unsupported(f"the loop index may not fit in {target} (NumPy would raise)")
+            if target == np.bool_ and kind is not bool:
+                raise Unsupported("the loop index meets a bool array")
+            node = v.node if v.node.meta.dtype == target else self.current.call("astype", v.node, target)
+            out[name] = node  # a plain node: no memory, no layout of its own (it broadcasts)
+        return out
+
     def to_graph_arg(self, var: VariableTracker) -> Any:
         """The node or Python constant a variable stands for as an op argument."""
         if isinstance(var, ArrayVariable):
@@ -301,6 +333,8 @@ class OutputGraph:
     def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks.  The result
         is a view of its first argument where NumPy's would be (functionalization.py)."""
+        if any(isinstance(v, ArrayVariable) and v.weak is not None for v in args.values()):
+            args = self.weak_operands(op, args)
         graph_args = {k: self.to_graph_arg(v) for k, v in args.items()}
         if self.symbols is not None:
             # A size used as a value (x * n, np.full(..., n)): specialized.
@@ -311,7 +345,7 @@ class OutputGraph:
                 graph_args["key"] = (tuple(int(k) if isinstance(k, Sym) else k for k in key)
                                      if isinstance(key, tuple) else int(key) if isinstance(key, Sym) else key)
         try:
-            node = self.graph.call(op, **graph_args)
+            node = self.current.call(op, **graph_args)
         except Unsupported:
             raise
         except NotImplementedError as e:  # e.g. a result whose shape depends on values

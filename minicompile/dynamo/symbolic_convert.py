@@ -19,11 +19,12 @@ written once for 3.11, 3.12 and 3.13.
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import bytecode
+from . import bytecode, loop_capture
 from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
@@ -136,22 +137,7 @@ class InstructionTranslator:
         """Interpret to the first RETURN; raise :class:`Unsupported` with a location."""
         try:
             for _ in range(MAX_STEPS):
-                inst = self.instructions[self.ip]
-                # What the frame looked like before this instruction: a graph
-                # break here resumes from exactly this state.
-                self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
-                                           set(self.deleted), self.kw_names, self.output.mutations,
-                                           len(self.output.guards.guards))
-                self.ip += 1
-                if inst.positions is not None and inst.positions.lineno is not None:
-                    self.lineno = inst.positions.lineno
-                self.output.tracer = self  # an inlined call's translator set it: take it back
-                if self.parent is None:
-                    self.output.step += 1
-                handler = getattr(self, inst.opname, None)
-                if handler is None:
-                    raise Unsupported(f"bytecode {inst.opname} is not supported yet")
-                handler(inst)
+                self.step()
                 if self.return_value is not None:
                     return self.return_value
             raise Unsupported(f"trace longer than {MAX_STEPS} instructions")
@@ -171,6 +157,25 @@ class InstructionTranslator:
                                   filename=filename, lineno=self.lineno)
             e.where = replace(e.where, user_stack=(frame,) + e.where.user_stack)
             raise
+
+    def step(self) -> None:
+        """Interpret the instruction at ``ip``."""
+        inst = self.instructions[self.ip]
+        # What the frame looked like before this instruction: a graph
+        # break here resumes from exactly this state.
+        self.snapshot = FrameState(self.ip, list(self.stack), dict(self.locals),
+                                   set(self.deleted), self.kw_names, self.output.mutations,
+                                   len(self.output.guards.guards))
+        self.ip += 1
+        if inst.positions is not None and inst.positions.lineno is not None:
+            self.lineno = inst.positions.lineno
+        self.output.tracer = self  # an inlined call's translator set it: take it back
+        if self.parent is None:
+            self.output.step += 1
+        handler = getattr(self, inst.opname, None)
+        if handler is None:
+            raise Unsupported(f"bytecode {inst.opname} is not supported yet")
+        handler(inst)
 
     def push(self, var: VariableTracker) -> None:
         self.stack.append(var)
@@ -449,18 +454,33 @@ class InstructionTranslator:
 
     JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP = JUMP_FORWARD
 
-    # -- loops: iterators known at trace time unroll -----------------------------------------------
+    # -- loops: iterators known at trace time unroll (long counted ones may be one node) -----------------------------------------------
 
     def GET_ITER(self, inst) -> None:
         self.push(iterate(self, self.pop()))
 
     def FOR_ITER(self, inst) -> None:
+        if loop_capture.as_loop_node(self, inst):  # a long counted loop: one loop node
+            return
         item = next_item(self.stack[-1])
         if item is not None:
             self.push(item)
         else:
             self.pop()
             self.ip = self.index_of[inst.argval] + VERSION.for_iter_exhausted_skip
+
+    # -- import of a module already imported: a lookup in sys.modules ----------------------------
+
+    def IMPORT_NAME(self, inst) -> None:
+        fromlist, level = python_value(self.pop()), python_value(self.pop())
+        name = inst.argval
+        if level != 0 or name not in sys.modules:
+            raise Unsupported(f"import of {name!r}, not imported before the call")
+        # ``import a.b`` binds ``a``; ``from a.b import c`` reads ``c`` from ``a.b`` (IMPORT_FROM).
+        self.push(PythonObjectVariable(sys.modules[name if fromlist else name.partition(".")[0]]))
+
+    def IMPORT_FROM(self, inst) -> None:
+        self.push(get_attr(self, self.stack[-1], inst.argval))
 
     # -- stack shuffling and no-ops -------------------------------------------------------------------
 

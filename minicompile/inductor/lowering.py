@@ -513,7 +513,74 @@ def lower_take_along_axis(node: ir.Node) -> L.Pointwise:
     return L.Pointwise(node.name, node.shape, L.Load(arr.name, tuple(src), arr.dtype))
 
 
+def lower_roll(node: ir.Node) -> L.Pointwise:
+    """``np.roll(x, shift, axis)``: ``out[i] = x[(i - shift) mod n]`` along each rolled axis."""
+    x, shift, axis = node.arg("a"), node.arg("shift"), node.arg("axis")
+    if not isinstance(x, ir.Node) or axis is None or not all(isinstance(n, int) for n in x.shape):
+        raise Unsupported("np.roll over the flattened array or of a symbolic size")
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    shifts, axes = np.broadcast_arrays(np.asarray(shift, np.int64), np.asarray(axes, np.int64))
+    total = [0] * len(x.shape)
+    for k, a in zip(shifts.ravel(), axes.ravel()):
+        total[int(a) % len(x.shape)] += int(k)  # NumPy adds the shifts of one axis
+    index = L.loop_index("x", node.shape)
+    src = tuple(L.mod(i + (-k) % n, n) if n > 1 and k % n else (L.Expr() if n == 1 else i)
+                for i, k, n in zip(index, total, x.shape))
+    return L.Pointwise(node.name, node.shape, L.Load(x.name, src, x.dtype))
+
+
+def lower_setitem(node: ir.Node) -> L.Pointwise:
+    """``a[key] = value`` for a key of unit-step slices and integers (a box of ``a``):
+    the value inside the box, ``a`` outside it — the padding mask with ``a`` as its fill."""
+    a, key, value = node.arg("a"), node.arg("key"), node.arg("value")
+    key = ix.expand_ellipsis(key if isinstance(key, tuple) else (key,), len(a.shape))
+    if not isinstance(a, ir.Node) or not all(isinstance(n, int) for n in a.shape) or ix.is_advanced(key):
+        raise Unsupported("only a box of an array of known size is a masked store")
+    starts, box, kept = [], [], []
+    for d, n in enumerate(a.shape):
+        k = key[d] if d < len(key) else slice(None)
+        if isinstance(k, int) and not isinstance(k, bool):
+            starts.append(k % n)
+            box.append(1)
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            if step != 1:
+                raise Unsupported("a strided slice is no box")
+            starts.append(start)
+            box.append(max(stop - start, 0))
+            kept.append(d)
+        else:
+            raise Unsupported("only integers and slices index a box")
+    index = L.loop_index("x", node.shape)
+    inner = tuple(i - s for i, s in zip(index, starts))  # the element's place in the box
+    if isinstance(value, ir.Node):
+        if value.dtype != a.dtype and not (value.dtype.kind == a.dtype.kind == "f"):
+            raise Unsupported(f"a store casting {value.dtype} to {a.dtype}")
+        region = tuple(box[d] for d in kept)
+        read = L.cast(L.Load(value.name, broadcast_index(value.shape, region, tuple(inner[d] for d in kept)),
+                             value.dtype), a.dtype)
+    elif np.ndim(value) == 0 and np.asarray(value).dtype.kind in "biuf":
+        read = L.constant(np.asarray(value).astype(a.dtype)[()], a.dtype)
+    else:
+        raise Unsupported("a store of a constant array")
+    guard = L.Load(a.name, inner, a.dtype)  # only its index is checked, against the box
+    bounds = tuple(L.Constant(n, _I64) for n in box)
+    body = L.Op("pad_select", (guard, read, L.Load(a.name, index, a.dtype)) + bounds, a.dtype)
+    return L.Pointwise(node.name, node.shape, body)
+
+
+def lower_copy(node: ir.Node) -> L.Pointwise:
+    """``np.copy(x)``: a new array of the same values (a kernel that fuses)."""
+    x = node.arg("a")
+    if not isinstance(x, ir.Node):
+        raise Unsupported("a copy of a constant")
+    return L.Pointwise(node.name, node.shape, L.Load(x.name, L.loop_index("x", node.shape), x.dtype))
+
+
 WINDOW_LOWERINGS = {
+    "roll": lower_roll,
+    "setitem": lower_setitem,
+    "copy": lower_copy,
     "pad": lower_pad,
     "sliding_window_view": lower_sliding_window_view,
     "getitem": lower_getitem,

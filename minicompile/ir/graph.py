@@ -200,9 +200,13 @@ class Graph:
 
     def python_code(self, name: str = "graph") -> str:
         header = ", ".join(f'{p.name}: "{p.meta}"' for p in self.placeholders)
-        lines = [f"def {name}({header}):"]
+        # A loop's body is a graph of its own: printed first, as the function the loop calls.
+        bodies = [node.args[0].python_code(f"{node.name}_body") + "\n" for node in self.calls
+                  if node.op.name == "loop"]
+        lines = bodies + [f"def {name}({header}):"]
         for node in self.calls:
-            lines.append(f"    {node.name} = {format_call(node)}  # {node.meta}")
+            meta = ("(" + ", ".join(map(str, node.meta)) + ")") if node.op.name == "loop" else node.meta
+            lines.append(f"    {node.name} = {format_call(node)}  # {meta}")
         lines.append(f"    return {format_value(tuple(self.outputs))}")
         return "\n".join(lines)
 
@@ -241,6 +245,12 @@ def format_value(value: Any) -> str:
 
 def format_call(node: Node) -> str:
     """``np.sum(x, axis=(1,))``: positional for arrays, keywords when not default."""
+    if node.op.name == "loop":  # loop(body, range(...), carried=..., invariant=...)
+        body, start, step, n, carried, invariant = node.args
+        return (f"loop({node.name}_body, range({start}, {start + n * step}, {step}), "
+                f"carried={format_value(tuple(carried))}, invariant={format_value(tuple(invariant))})")
+    if node.op.name == "loop_result":
+        return f"{format_value(node.args[0])}[{node.args[1]}]"
     params = node.op.signature.parameters
     parts = []
     for (pname, param), value in zip(params.items(), node.args):

@@ -541,7 +541,7 @@ def test_triton_backend_matches_numpy(batch):
 # The tables themselves
 # ---------------------------------------------------------------------------
 
-KINDS = {"pointwise", "reduction", "scan", "view", "layout", "creation", "index", "extern"}
+KINDS = {"pointwise", "reduction", "scan", "view", "layout", "creation", "index", "extern", "loop"}
 
 
 def test_every_op_has_a_documented_kind_and_a_printable_signature():

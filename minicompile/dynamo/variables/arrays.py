@@ -70,7 +70,14 @@ class ArrayVariable(VariableTracker):
         self.readonly = readonly
         self._seen = (storage, storage.version) if storage is not None else None
 
+    # Set on a loop's index and on Python arithmetic of it (loop_capture.py): eager
+    # holds a Python number there, ``(int | float | bool, low, high)`` (its bounds
+    # where known), which NumPy converts to the other operand's dtype (NEP 50).
+    weak: Any = None
+
     def python_type(self) -> type:
+        if self.weak is not None:
+            return self.weak[0]
         # eager holds a NumPy scalar where ``scalar`` is set (an mc.Tensor counts as an array here)
         # (a Python value, np.allclose's bool, where ``python`` says so)
         return (self.python or self.node.meta.dtype.type) if self.scalar else np.ndarray
@@ -124,6 +131,8 @@ def binary(tx: "InstructionTranslator", symbol: str, op: str | None, a: Variable
             raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
     if op is None:
         raise Unsupported(f"operator '{symbol}' on arrays is not supported yet")
+    if is_python_number(a) and is_python_number(b):
+        return python_arithmetic(tx, symbol, op, (a, b))
     fast = _fast_power(a, b) if symbol == "**" else None
     if fast is not None:
         return tx.output.call(fast, {"x": a})
@@ -132,12 +141,43 @@ def binary(tx: "InstructionTranslator", symbol: str, op: str | None, a: Variable
 
 def compare(tx: "InstructionTranslator", op: str, a: VariableTracker, b: VariableTracker) -> VariableTracker:
     """``a < b`` and the other comparisons: the ufunc ``op`` (``less``) as a graph node."""
+    if is_python_number(a) and is_python_number(b):
+        return python_arithmetic(tx, op, op, (a, b))
     return tx.output.call(op, {"x1": a, "x2": b})
 
 
 def unary(tx: "InstructionTranslator", op: str, var: VariableTracker) -> VariableTracker:
     """``-x``, ``+x``, ``~x``: the ufunc ``op`` as a graph node."""
+    if is_python_number(var):
+        return python_arithmetic(tx, op, op, (var,))
     return tx.output.call(op, {"x": var})
+
+
+# -- Python numbers the graph computes: a loop's index --------------------------------------
+
+def is_python_number(var: VariableTracker) -> bool:
+    """A Python number: known now, or computed in the graph from a loop's index."""
+    if isinstance(var, ArrayVariable):
+        return var.weak is not None
+    return isinstance(var, ConstantVariable) and type(var.value) in (int, float, bool)
+
+
+def python_arithmetic(tx: "InstructionTranslator", symbol: str, op: str, operands: tuple) -> ArrayVariable:
+    """``i * dt``, ``i + 1``, ``-i`` on a loop's index: Python arithmetic, computed in
+    int64/float64 (what a Python int or float becomes on its own), and a Python number
+    again (weak) for what it meets next.  What Python and NumPy disagree on refuses."""
+    if symbol in ("**", "<<", ">>", "pow", "left_shift", "right_shift"):
+        raise Unsupported(f"'{symbol}' on the loop index (Python's unbounded ints)")
+    if op in ("floor_divide", "remainder", "true_divide") and any(
+            isinstance(v, ConstantVariable) and v.value == 0 for v in operands[1:]):
+        raise Unsupported("division of the loop index by zero (Python raises)")
+    names = ("x1", "x2") if len(operands) == 2 else ("x",)
+    result = tx.output.call(op, dict(zip(names, operands)))
+    kind = result.node.meta.dtype.kind
+    result.weak = ({"b": bool, "i": int, "f": float}[kind], None, None) if kind in "bif" else None
+    if result.weak is None:
+        raise Unsupported(f"'{symbol}' on the loop index gives {result.node.meta.dtype}")
+    return result
 
 
 def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
@@ -227,7 +267,7 @@ def update_array(tx: "InstructionTranslator", target: ArrayVariable, new: ArrayV
 
 def get_attr(tx: "InstructionTranslator", arr: ArrayVariable, name: str) -> VariableTracker:
     """``arr.name``: a fact of its shape and dtype, ``.T``, or a method to be called."""
-    if arr.python is not None:
+    if arr.python is not None or arr.weak is not None:
         raise Unsupported(f"attribute .{name} of a {arr.describe()}: its value is known once the graph has run")
     meta = arr.node.meta
     # shape, dtype and strides are guarded on every array input, so these

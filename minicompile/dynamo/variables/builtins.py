@@ -20,6 +20,7 @@ items.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -56,7 +57,8 @@ Handler = Callable[["InstructionTranslator", list, dict], VariableTracker]
 # Callables that are safe to run at trace time on constant arguments: they are
 # pure, so running them early gives exactly the value eager execution would.
 PURE_BUILTINS = {abs, bool, float, int, str, len, min, max, round, pow, divmod, tuple, range, slice,
-                 isinstance, issubclass, type, getattr, hasattr, repr, format, sum, any, all, sorted}
+                 isinstance, issubclass, type, getattr, hasattr, repr, format, sum, any, all, sorted,
+                 np.ndindex}  # np.ndindex over sizes known now: its tuples, the loop unrolls
 PURE_MODULES = ("math",)
 
 # Trace-time functions under which a symbolic size stays symbolic (see evaluate).
@@ -322,6 +324,10 @@ def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, 
         raise Unsupported(f"calling {fn.describe()} is not supported")
     target = fn.value
     name = getattr(target, "__qualname__", getattr(target, "__name__", repr(target)))
+    if any(isinstance(a, ArrayVariable) and a.weak is not None for a in (*args, *kwargs.values())) and not (
+            isinstance(target, np.ufunc) or str(getattr(target, "__module__", "")).startswith("numpy")):
+        # Python would compute with the int itself (abs(i), float(i), range(i)).
+        raise Unsupported(f"{name}() of the loop index (a Python number in eager code)")
     if isinstance(target, type) and issubclass(target, BaseException):
         return user_classes.make_exception(tx, target, args, kwargs)
     if user_objects.is_user_class(fn) and not issubclass(target, np.generic):
@@ -439,11 +445,35 @@ def _min_max(symbol: str) -> Handler:
         if kwargs:
             raise Unsupported(f"{'min' if symbol == '<' else 'max'}(key=/default=) on variables")
         items = sequence_items(tx, args[0]) if len(args) == 1 else list(args)
+        if items and all(isinstance(v, ArrayVariable) and v.scalar and v.python is None and v.weak is None
+                         for v in items):
+            # Over a 1-d array's elements (NumPy scalars): Python's fold, ``best = item
+            # if item <op> best`` — the first NaN stays, a later one never wins.
+            best = items[0]
+            for item in items[1:]:
+                better = tx.output.call("less" if symbol == "<" else "greater", {"x1": item, "x2": best})
+                chosen = tx.output.call("where", {"condition": better, "x": item, "y": best})
+                if chosen.node.meta.dtype != best.node.meta.dtype:
+                    raise Unsupported("builtin min()/max() over NumPy scalars of different dtypes")
+                best = ArrayVariable(chosen.node, scalar=True)
+            return best
         if any(isinstance(v, ArrayVariable) for v in items):
             raise Unsupported("builtin min()/max() over arrays compares them (bool of an array)")
         values = [python_value(v) for v in items]
         return wrap_value((min if symbol == "<" else max)(values))
     return handler
+
+
+def _ndenumerate(tx, args, kwargs):
+    """``np.ndenumerate(x)``: ``(index, x[index])`` for every index, known now (the loop unrolls)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], ArrayVariable):
+        raise Unsupported("np.ndenumerate of other than one array")
+    x = args[0]
+    shape = specialize_sizes(x.node.meta.shape)
+    if math.prod(shape) > arrays.MAX_UNROLLED_ROWS:
+        raise Unsupported(f"np.ndenumerate over more than {arrays.MAX_UNROLLED_ROWS} elements")
+    return IteratorVariable([TupleVariable([wrap_value(idx), arrays.getitem(tx, x, wrap_value(idx))])
+                             for idx in np.ndindex(*shape)])
 
 
 def _truth_fold(fold: Callable) -> Handler:
@@ -484,6 +514,7 @@ BUILTINS: dict[Any, Handler] = {
     builtins.sum: _sum,
     builtins.min: _min_max("<"),
     builtins.max: _min_max(">"),
+    np.ndenumerate: _ndenumerate,
     builtins.getattr: _getattr,
     builtins.sorted: _sorted,
     builtins.type: _type_of,

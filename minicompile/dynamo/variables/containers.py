@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -171,9 +172,26 @@ class IteratorVariable(VariableTracker):
     items: list[VariableTracker]
     position: int = 0
     source: Source | None = None
+    counted: range | None = None  # the range it walks, when it is one (a loop may become a node)
 
     def describe(self) -> str:
         return "iterator"
+
+
+class RangeItems(Sequence):
+    """The items of a ``range``, made as they are read: a loop that becomes one
+    node never makes its million items."""
+
+    def __init__(self, values: range):
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [ConstantVariable(v) for v in self.values[index]]
+        return ConstantVariable(self.values[index])
 
 
 # -- Python values and variables --------------------------------------------------------------
@@ -266,6 +284,8 @@ def iterate(tx: "InstructionTranslator", var: VariableTracker) -> IteratorVariab
     if isinstance(var, ListVariable):
         # A list iterator sees items appended during the loop: share the item list.
         return IteratorVariable(var.items)
+    if isinstance(var, ConstantVariable) and type(var.value) is range:
+        return IteratorVariable(RangeItems(var.value), counted=var.value)
     return IteratorVariable(sequence_items(tx, var))
 
 

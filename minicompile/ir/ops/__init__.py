@@ -22,6 +22,7 @@ each family lives in its own module, in the order a reader meets them:
 ``indexing``    getitem, setitem (functional), take, take_along_axis, put_along_axis
 ``sorting``     sort, argsort, searchsorted, interp, digitize, partition, argpartition
 ``checks``      check: an error NumPy raises on array values, raised when the graph runs
+``control``     loop (a body graph run ``n`` times) and loop_result (one of its results)
 ==============  ==============================================================
 """
 from .registry import (
@@ -37,7 +38,7 @@ from .registry import (
     register,
 )
 from .pointwise import AT_UFUNCS, COMPARISONS, POINTWISE_UFUNCS, ufunc_loop_dtypes  # noqa: E402
-from . import reductions, scans, views, creation, linalg, indexing, sorting, checks  # noqa: E402,F401
+from . import reductions, scans, views, creation, linalg, indexing, sorting, checks, control  # noqa: E402,F401
 from .views import split_keys  # noqa: E402
 
 __all__ = [

@@ -25,6 +25,7 @@ An entry (:class:`OpDef`) holds what each stage needs to know about an op:
   creation   no array inputs at all: the node's inputs are empty (``zeros``)
   index      reads or writes through an index (``getitem``, ``setitem``, ``take``)
   extern     a library call (BLAS, sorting): never generated
+  loop       a body graph run ``n`` times, and its results (``control``)
   ========== ==============================================================
 
 Meta rules come in two styles.  The families the inductor lowers (ufuncs,

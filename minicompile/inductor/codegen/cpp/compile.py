@@ -15,13 +15,14 @@ why, once per process.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
 from .... import ir, logs
 from ....ir import symbolic
-from ... import codecache, decompositions, memory, scheduler
-from . import kernel as cpp, matmul, runtime, wrapper
+from ... import codecache, decompositions, loops, memory, scheduler
+from . import kernel as cpp, loop_driver, matmul, runtime, wrapper
 from ...compiled import CompiledGraph
 
 
@@ -47,15 +48,38 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
     A graph with symbolic sizes gets kernels taking the sizes as arguments;
     where the loops cannot express them this raises ``SymbolicUnsupported``
     (the backend lookup then compiles once per shape: ``minicompile.per_shape``)."""
+    if loops.has_loops(graph):  # segments around each loop; the body compiled once (inductor/loops.py)
+        return loops.compile_with_loops(graph, example_inputs, lambda g, ex: _compile(g, ex, row_fusion),
+                                        lambda body, ex: _compile_body(body, ex, row_fusion))
     return _compile(graph, example_inputs, row_fusion, sizes_as_args=graph.is_dynamic)
 
 
-def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False) -> CompiledGraph:
+def _compile_body(body: ir.Graph, example_inputs: list, row_fusion: bool) -> tuple[CompiledGraph, Any]:
+    """A loop's body, and how the loop runs it: the generated C++ loop (loop_driver.py)
+    where the body is kernels alone, else a host loop calling the compiled body."""
+    compiled = _compile(body, example_inputs, row_fusion, loop_body=True)
+    run, unfit = getattr(compiled, "loop_run", None), getattr(compiled, "loop_unfit", compiled.fallback_reason)
+    if run is not None:
+        compiled.schedule += "\n(the loop runs in C++: mc_loop calls these kernels n times)"
+        return compiled, run
+    compiled.schedule += f"\n(the loop runs in Python, calling the compiled body: {unfit})"
+    logs.log("schedule", lambda: f"loop body as a host loop: {unfit}")
+    return compiled, loops.host_loop(compiled)
+
+
+def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False,
+             loop_body: bool = False) -> CompiledGraph:
     graph = decompositions.before_lowering(graph)
     if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
+    driver, unfit = None, "not a loop body"
+    if loop_body:
+        unfit = loop_driver.unfit(sched, kernel_args) or (None if kernel_args else "no kernels")
+        if unfit is None:
+            text, driver = loop_driver.generate(sched, kernel_args)
+            source += "\n" + text
     epilogues = matmul.epilogues(sched)  # (cpp.generate made the same choice)
     matmul_lines = matmul.describe(sched, kernel_args, epilogues)
     if matmul_lines:
@@ -80,6 +104,8 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     compiled = CompiledGraph(graph, call, [k.name for k in sched.kernels], kernel_source, wrapper_source, flags,
                              schedule_text, peak_intermediate_bytes=plan.peak_intermediate_bytes)
     compiled.kernel_origins = {k.name: list(k.origins) for k in sched.kernels}
+    compiled.loop_run = loop_driver.runner(lib, driver) if driver is not None and lib is not None else None
+    compiled.loop_unfit = unfit
     for kernel, ext in epilogues.items():  # the kernel computes the product too
         compiled.kernel_origins[kernel] = [ext.name] + compiled.kernel_origins[kernel]
     # Matmuls generated as C++ with an entry of their own (one run inside its epilogue has none).

@@ -169,6 +169,6 @@ def render_index(expr: L.Expr) -> str:
         if isinstance(a, L.Var):
             return a.name
         op = "/" if isinstance(a, L.FloorDiv) else "%"
-        return f"({render_index(a.base)} {op} {a.divisor})"
+        return f"(({render_index(a.base)}) {op} {a.divisor})"  # the base may be a sum
 
     return expr.render(atom)

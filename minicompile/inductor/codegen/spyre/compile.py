@@ -66,6 +66,7 @@ from ....spyre.errors import ScratchpadOverflowError
 from ....spyre.report import CoreCycles, Report
 from ....spyre.simulator import simulate
 from ... import decompositions, loop_ir as L, scheduler
+from ... import loops as loop_nodes
 from ...scheduler import Kernel, Schedule
 from .copy import plan_concatenate
 from .loops import DeviceStep, plan_loops
@@ -331,6 +332,13 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
     """Compile ``graph`` for the card; ``fuse=False`` stores every op's result (no fusion);
     ``merge=False`` runs each step as its own program (see :mod:`.merge`)."""
     cfg = config or SpyreConfig()
+    if loop_nodes.has_loops(graph):
+        # The body is planned once, as a program of its own; the loop around it runs
+        # on the host, calling that program once per iteration.
+        logs.log("spyre", "a loop node: its body is one program, the loop runs on the host")
+        return loop_nodes.compile_with_loops(
+            graph, example_inputs,
+            lambda g, ex: compile_graph(g, ex, config=cfg, fuse=fuse, functional=functional, merge=merge))
     graph = decompositions.before_lowering(graph)
     scheduled = _unfused(graph) if not fuse else graph
     sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse)

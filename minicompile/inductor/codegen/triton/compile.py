@@ -32,7 +32,7 @@ from .... import ir, logs
 from ....ir.dtypes import short_name
 from ....ir.symbolic import SymbolicUnsupported, has_division, input_symbols
 from ... import loop_ir as L
-from ... import scheduler
+from ... import loops, scheduler
 from ...compiled import CompiledGraph
 from ...decompositions import before_lowering
 from ...scheduler import Kernel, Schedule
@@ -88,6 +88,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     arguments (raises :class:`SymbolicUnsupported` where they cannot)."""
     if graph.is_dynamic and not sizes_as_args:
         raise SymbolicUnsupported("symbolic sizes need sizes_as_args=True")
+    if loops.has_loops(graph):  # a host loop launches the body's kernels once per iteration
+        return loops.compile_with_loops(graph, example_inputs, compile_graph)
     on_gpu = any(runtime.is_cupy(x) for x in example_inputs)
     if on_gpu and not all(runtime.is_cupy(x) for x in example_inputs):
         return _op_by_op(graph, example_inputs)

@@ -92,7 +92,7 @@ def render_index(expr: L.Expr, positions: dict[L.Indirect, str] | None = None) -
         if isinstance(a, L.Indirect):
             return positions[a]
         op = "//" if isinstance(a, L.FloorDiv) else "%"
-        return f"({render_index(a.base, positions)} {op} {size_text(a.divisor)})"
+        return f"(({render_index(a.base, positions)}) {op} {size_text(a.divisor)})"  # the base may be a sum
 
     return expr.render(atom)
 

@@ -1,0 +1,443 @@
+"""Counted loops as one loop node: the body traced once instead of unrolled.
+
+In:  the interpreter at a ``FOR_ITER`` whose iterator walks a ``range`` longer
+     than ``config.loop_unroll_limit`` (``for t in range(steps)``).
+Out: True when the loop became one ``loop`` node of the graph
+     (:mod:`minicompile.ir.ops.control`): the frame's locals then hold its
+     results and the interpreter continues after the loop; False when it
+     unrolls, as every other loop does.  A body found not to be one graph
+     raises :class:`~.exc.RestartAnalysis`: the capture starts over with this
+     loop unrolled, so nothing the trial changed has to be undone by hand.
+
+This is how torch's ``while_loop``/``scan`` higher-order ops and JAX's
+``lax.fori_loop`` see a loop, built into capture: TorchDynamo itself unrolls.
+The body is traced once, from the state at the loop's head, with
+
+* each array the frame's locals hold as a *body input*: a placeholder of a
+  graph of its own (arrays sharing one memory — ``u`` and ``u[1:-1]`` — are
+  one input, the memory's base, and the locals stay views of it);
+* the index as a 0-d ``int64`` input that behaves as the Python int it is in
+  eager code: Python arithmetic on it stays a Python number (``i * dt``), and
+  it meets an array as NumPy's weak Python scalars do (NEP 50).
+
+At the back edge the state must have the same shape as at the head, which is
+what makes every iteration the same graph: the same Python values, each array
+local an array of the same shape, dtype, layout and view of the same memory
+(up to renaming: ``u, un = un, u`` rotates two buffers), no container or
+object changed, no write to an array the loop does not carry.  Arrays whose
+value changed are *carried*; the others are *invariant*; arrays the body
+reads from outside (a global, an attribute) become invariant inputs too.
+Anything else — a ``break`` or ``return``, a branch on the index, a graph
+break, a growing list, a Python number that changes — unrolls the loop, and
+the ``loops`` log says why.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import config, ir, logs
+from ..ir import passes
+from ..ir.ops.control import INDEX_META
+from ..ir.symbolic import is_symbolic
+from .bytecode import CURRENT as VERSION
+from .exc import RestartAnalysis, Unsupported
+from .functionalization import Storage
+from .variables.arrays import ArrayVariable
+from .variables.base import ConstantVariable, VariableTracker
+from .variables.containers import DictVariable, IteratorVariable, ListVariable
+
+if TYPE_CHECKING:
+    from .symbolic_convert import InstructionTranslator
+
+MAX_BODY_STEPS = 50_000  # instructions of one iteration before the trial gives up
+
+
+def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
+    """At ``FOR_ITER``: capture the whole loop as one node, or say it unrolls (False)."""
+    it = tx.stack[-1] if tx.stack else None
+    if not isinstance(it, IteratorVariable) or it.counted is None:
+        return False
+    key = (tx.code, inst.offset)
+    output = tx.output
+    how = output.unrolled_loops.get(key)
+    if it.position != (1 if how == "peel" else 0):
+        return False
+    n = len(it.counted) - it.position
+    if n == 0 or n <= config.loop_unroll_limit or how == "unroll" or output.loop_scope is not None:
+        # (a loop inside a loop body unrolls there: the outer loop is the one that counts)
+        return False
+    try:
+        LoopTrace(tx, inst, it, key).run()
+    except Unsupported as e:
+        raise RestartAnalysis(key, e.reason, peel=getattr(e, "peel", False)) from None
+    except RestartAnalysis:
+        raise
+    except Exception as e:  # a bug here must not cost the user the capture: unroll
+        if config.strict:
+            raise
+        raise RestartAnalysis(key, f"internal error: {type(e).__name__}: {e}") from None
+    logs.log("loops", lambda: f"{tx.code.co_name}:{tx.lineno}: {n} iterations as one loop node")
+    return True
+
+
+class _Group:
+    """Locals that share one memory (or one immutable value) at the loop's head."""
+
+    def __init__(self, names: list[str], var: ArrayVariable):
+        self.names = names
+        self.root: Storage | None = var.storage.resolve()[0] if var.storage is not None else None
+        self.var = var  # the value itself, for one without storage (a NumPy scalar)
+        self.head: ir.Node = self.root.node if self.root is not None else var.node
+        self.placeholder: ir.Node | None = None
+        self.version = 0  # the root's version once the body starts
+        self.back: Any = None  # the storage (or variable) the locals hold at the back edge
+        self.result: ir.Node | None = None  # the loop's result node, when carried
+
+
+def _key(var: ArrayVariable) -> Any:
+    return var.storage.resolve()[0] if var.storage is not None else var
+
+
+def _same_value(a: VariableTracker, b: VariableTracker) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+        try:
+            return type(a.value) is type(b.value) and bool(a.value == b.value)
+        except Exception:
+            return False
+    return False
+
+
+def _view_key(var: ArrayVariable) -> tuple:
+    return (tuple((s.op, s.args) for s in var.view), var.layout, var.readonly, var.scalar,
+            tuple(var.node.meta.shape), var.node.meta.dtype)
+
+
+class LoopTrace:
+    """One trial: trace the body once, check the back edge, build the node."""
+
+    def __init__(self, tx: "InstructionTranslator", inst: Any, it: IteratorVariable, key: tuple):
+        self.tx, self.inst, self.it, self.key = tx, inst, it, key
+        self.output = tx.output
+        self.range = it.counted[it.position:]
+        self.writes = 0  # array writes in the body (they count as mutations too)
+
+    # -- what the body may write ----------------------------------------------------------
+
+    def check_write(self, storage: Storage, what: str) -> None:
+        """Called by functionalization for every write in the body."""
+        self.writes += 1
+        if storage.forward is not None or len(storage.group.members) > 1:
+            raise Unsupported(f"{what} in a loop body writes to arguments that share memory")
+        if storage.serial < self.first_serial and storage not in self.carried_roots:
+            raise Unsupported(f"{what} in a loop body writes to an array that is not a local of the loop")
+
+    # -- the trial ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        tx, output = self.tx, self.output
+        for_index = tx.ip - 1
+        exit_index = tx.index_of[self.inst.argval]
+        self._load_arguments()
+        head_locals = dict(tx.locals)
+        head_stack = list(tx.stack)
+        lengths = [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]
+        groups = self._groups(head_locals)
+        if any(is_symbolic(g.head.meta.shape) for g in groups):
+            raise Unsupported("a loop over arrays of symbolic sizes")
+        main, body = output.current, ir.Graph()
+        self.first_serial = next(Storage.serials)
+        self.carried_roots = {g.root for g in groups if g.root is not None}
+        saved_mutations, saved_effects = output.mutations, len(output.side_effects.log)
+        for g in groups:
+            g.placeholder = body.placeholder(g.names[0], g.head.meta)
+            if g.root is not None:
+                g.root.node = g.placeholder
+                g.root.version += 1
+                g.version = g.root.version
+            else:
+                fresh = ArrayVariable(g.placeholder, scalar=g.var.scalar)
+                for name in g.names:
+                    tx.locals[name] = fresh
+                g.body_var = fresh
+        index_node = body.placeholder("index", INDEX_META)
+        index = ArrayVariable(index_node, scalar=True)
+        index.weak = (int, min(self.range), max(self.range))
+        head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
+        output.current, output.loop_scope = body, self
+        try:
+            tx.push(index)
+            for _ in range(MAX_BODY_STEPS):
+                if tx.ip == for_index:
+                    break
+                if not for_index < tx.ip < exit_index:
+                    raise Unsupported("the loop body leaves the loop (break)")
+                tx.step()
+                if tx.return_value is not None:
+                    raise Unsupported("the loop body returns")
+            else:
+                raise Unsupported(f"a loop body longer than {MAX_BODY_STEPS} instructions")
+            if len(tx.stack) != len(head_stack) or any(a is not b for a, b in zip(tx.stack, head_stack)) \
+                    or lengths != [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]:
+                raise Unsupported("the loop body changes the stack (a comprehension that grows)")
+            if output.mutations - saved_mutations != self.writes or len(output.side_effects.log) != saved_effects:
+                raise Unsupported("the loop body changes a Python list, dict or object")
+            # Still with the body as the current graph: reading a local may replay its view.
+            self._finish(main, body, groups, head_locals, head_views, index)
+        finally:
+            output.current, output.loop_scope = main, None
+
+    def _load_arguments(self) -> None:
+        """Read every argument now, so that none first enters the graph inside the body."""
+        tx = self.tx
+        for name in list(tx.frame_locals):
+            if name not in tx.locals and name not in tx.deleted:
+                try:
+                    tx.load_local(name)
+                except Unsupported:
+                    pass  # a value capture cannot hold: the body must not read it either
+
+    def _groups(self, head_locals: dict) -> list[_Group]:
+        by_key: dict[int, _Group] = {}
+        for name, var in head_locals.items():
+            if not isinstance(var, ArrayVariable):
+                continue
+            if var.python is not None or var.weak is not None:
+                raise Unsupported(f"{name!r} holds a Python value computed by the graph")
+            if var.storage is not None and (var.storage.entangled or var.storage.forward is not None
+                                            or len(var.storage.group.members) > 1):
+                raise Unsupported(f"{name!r} shares memory with another argument")
+            key = _key(var)
+            if id(key) in by_key:
+                by_key[id(key)].names.append(name)
+            else:
+                by_key[id(key)] = _Group([name], var)
+        return list(by_key.values())
+
+    # -- the back edge ----------------------------------------------------------------------
+
+    def _finish(self, main: ir.Graph, body: ir.Graph, groups: list[_Group], head_locals: dict,
+                head_views: dict, index: ArrayVariable) -> None:
+        tx = self.tx
+        back = dict(tx.locals)
+        temps: list[str] = []
+        for name in set(head_locals) | set(back):
+            h, b = head_locals.get(name), back.get(name)
+            if b is None:
+                raise Unsupported(f"the loop body deletes {name!r}")
+            if b is index:
+                if isinstance(h, ArrayVariable):
+                    raise Unsupported(f"the loop index {name!r} replaces an array")
+                continue
+            if isinstance(h, ArrayVariable):
+                if not isinstance(b, ArrayVariable) or b.weak is not None or b.python is not None:
+                    raise Unsupported(f"{name!r} stops being an array in the loop body")
+                if _view_key(b) != head_views[name]:
+                    raise Unsupported(f"{name!r} changes shape, dtype, layout or view in the loop body")
+                continue
+            if isinstance(b, ArrayVariable) and h is None:
+                if b.weak is not None or b.python is not None or b.source is not None:
+                    raise Unsupported(f"{name!r} holds a Python number computed from the loop index")
+                temps.append(name)
+                continue
+            if h is None or not _same_value(h, b):
+                e = Unsupported(f"the Python value {name!r} changes from one iteration to the next")
+                e.peel = isinstance(b, ArrayVariable)  # 0 before the loop, an array after the first pass
+                raise e
+        body_nodes = set(body.nodes)
+        back_keys: dict[int, _Group] = {}
+        for g in groups:
+            keys = {id(_key(back[name])) for name in g.names}
+            if len(keys) != 1:
+                raise Unsupported(f"{', '.join(g.names)} stop sharing memory in the loop body")
+            g.back = _key(back[g.names[0]])
+            if (g.root is None) != isinstance(g.back, ArrayVariable):
+                raise Unsupported(f"{g.names[0]!r} changes between array and NumPy scalar")
+            if id(g.back) in back_keys:
+                raise Unsupported("two arrays of the loop become one memory in the loop body")
+            back_keys[id(g.back)] = g
+        roots = {id(g.root): g for g in groups if g.root is not None}
+        # Groups that take another group's memory: a rotation of buffers (u, un = un, u),
+        # or a chain that ends in a fresh array (up, u = u, un).
+        perm: dict[_Group, _Group] = {}
+        for g in groups:
+            if g.root is None or g.back is g.root:
+                continue
+            if id(g.back) in roots:
+                perm[g] = roots[id(g.back)]
+            elif g.back.serial < self.first_serial:
+                raise Unsupported(f"{g.names[0]!r} takes the memory of an array from outside the loop")
+            elif g.root.version != g.version and id(g.root) not in back_keys:
+                raise Unsupported(f"the loop body writes to {g.names[0]!r} and then lets it go")
+        self.cycles = {g for g in perm if self._in_cycle(perm, g)}
+        for g in perm:
+            chain = [g, perm[g]]
+            if g not in self.cycles and any(h.root.version != h.version for h in chain):
+                # The memory moves on and is written in a later iteration: an
+                # intermediate value the loop's results do not hold.
+                raise Unsupported(f"the loop body writes to memory that moves from "
+                                  f"{chain[1].names[0]!r} to {g.names[0]!r}")
+        # Temporaries: locals the body makes (un = u.copy()); they keep their last value.
+        temp_groups: dict[int, _Group] = {}
+        attached: dict[str, _Group] = {}
+        external: list[str] = []
+        for name in temps:
+            v = back[name]
+            k = _key(v)
+            if id(k) in back_keys:
+                attached[name] = back_keys[id(k)]  # a view of a carried array (inner = u[1:-1])
+            elif id(k) in roots or any(v is g.var for g in groups):
+                raise Unsupported(f"{name!r} holds an array of an earlier iteration")
+            elif (v.storage is not None and k.serial < self.first_serial) or (
+                    v.storage is None and v.node not in body_nodes):
+                external.append(name)  # an array from outside the loop (w = self.w)
+            elif id(k) in temp_groups:
+                temp_groups[id(k)].names.append(name)
+            else:
+                g = temp_groups[id(k)] = _Group([name], v)
+                g.back, g.temp = k, True
+                g.placeholder = body.placeholder(name, k.node.meta)
+        carried = [g for g in groups if self._changed(g)] + list(temp_groups.values())
+        invariant = [g for g in groups if not self._changed(g)]
+        outs = [g.back.node for g in carried]
+        # The body as a graph of its own: inputs in the loop op's order, values from outside lifted.
+        body_nodes = set(body.nodes)
+        lifted: dict[ir.Node, ir.Node] = {}
+
+        def lift(value: Any) -> Any:
+            if isinstance(value, ir.Node):
+                if value not in body_nodes:
+                    if value not in lifted:
+                        lifted[value] = body.placeholder(value.name, value.meta)
+                    return lifted[value]
+                return value
+            if isinstance(value, tuple):
+                return tuple(lift(v) for v in value)
+            if isinstance(value, list):
+                return [lift(v) for v in value]
+            return value
+
+        for node in body.calls:
+            node.args = lift(node.args)
+        outs = [lift(o) for o in outs]
+        order = [g.placeholder for g in carried] + [g.placeholder for g in invariant] + list(lifted.values())
+        body.nodes = order + [index.node] + [n for n in body.nodes if n.kind != "placeholder"]
+        body.output(outs)
+        body = passes.dead_code_elimination(body)
+        # The node, in the graph the loop runs in.
+        init = [self._zeros(main, g) if getattr(g, "temp", False) else g.head for g in carried]
+        fixed = [g.head for g in invariant] + list(lifted)
+        n = len(self.range)
+        loop = main.call("loop", body, self.range.start, self.range.step, n, tuple(init), tuple(fixed))
+        loop.user_stack = self.output.user_stack()
+        for j, g in enumerate(carried):
+            g.result = main.call("loop_result", loop, j)
+            g.result.user_stack = loop.user_stack
+        # A rotation that wrote one of its buffers writes all of them, in some iteration.
+        if any(g.root.version != g.version for g in self.cycles):
+            for g in self.cycles:
+                g.root.written = True
+        self._rebind(groups, carried, perm, temp_groups, attached, external, back, index, n)
+
+    def _changed(self, g: _Group) -> bool:
+        if getattr(g, "temp", False):
+            return True
+        if g.root is None:
+            return g.back is not g.body_var
+        return g.back is not g.root or g.root.version != g.version
+
+    @staticmethod
+    def _zeros(main: ir.Graph, g: _Group) -> ir.Node:
+        """The value a temporary starts from: never read (the body writes it first)."""
+        meta = g.back.node.meta
+        return main.call("full", tuple(meta.shape), np.zeros((), meta.dtype)[()], dtype=meta.dtype)
+
+    # -- after the loop -------------------------------------------------------------------
+
+    def _rebind(self, groups, carried, perm, temp_groups, attached, external, back, index, n) -> None:
+        tx, functional = self.tx, self.output.functional
+        # Every memory the loop saw goes back to its value before the loop ...
+        for g in groups:
+            if g.root is not None:
+                g.root.node = g.head
+                g.root.version += 1
+        # ... and a carried one takes its value after it: in place, in a fresh
+        # memory, or in the buffer the rotation leaves it in after n iterations.
+        final: dict[_Group, Storage | None] = {}
+        for g in carried:
+            if g.root is None:
+                final[g] = None
+                continue
+            if g in self.cycles:
+                h = g
+                for _ in range(n % self._cycle(perm, g)):
+                    h = perm[h]
+                memory = h.root
+            elif g in perm:  # a chain: no memory on it is written; where does g end up?
+                h, steps = g, 0
+                while h in perm and steps < n:
+                    h, steps = perm[h], steps + 1
+                if h in perm or h.back is h.root or steps == n:
+                    final[g] = h.root  # an unwritten memory of the head: its value stays
+                    continue
+                memory = Storage(functional, g.result, layout=h.back.layout)
+            elif g.back is g.root:
+                memory = g.root
+            else:
+                memory = Storage(functional, g.result, layout=g.back.layout)
+            memory.node = g.result
+            memory.version += 1
+            final[g] = memory
+        new_locals = dict(back)
+
+        def rebind(name: str, g: _Group) -> None:
+            v = back[name]
+            if g not in final:  # invariant: its memory went back to its value, and v reads it again
+                if g.root is None:
+                    new_locals[name] = g.var
+                return
+            memory = final[g]
+            if memory is None:
+                new_locals[name] = ArrayVariable(g.result, scalar=v.scalar)
+                return
+            new = ArrayVariable(memory.node, storage=memory, view=v.view, layout=v.layout,
+                                readonly=v.readonly, scalar=v.scalar)
+            new._seen = (memory, -1)  # replays its view on the memory's value when read
+            new_locals[name] = new
+
+        for g in [*groups, *temp_groups.values()]:
+            for name in g.names:
+                rebind(name, g)
+        for name, g in attached.items():
+            rebind(name, g)
+        for name in external:
+            v = back[name]
+            if v.storage is not None:
+                v._seen = (v.storage.resolve()[0], -1)
+        for name, v in back.items():
+            if v is index:
+                new_locals[name] = ConstantVariable(self.range[-1])
+        tx.locals.clear()
+        tx.locals.update(new_locals)
+        self.it.position = len(self.it.items)
+        tx.pop()
+        tx.ip = tx.index_of[self.inst.argval] + VERSION.for_iter_exhausted_skip
+
+    @staticmethod
+    def _in_cycle(perm: dict, g: _Group) -> bool:
+        h = perm.get(g)
+        for _ in range(len(perm)):
+            if h is g:
+                return True
+            h = perm.get(h)
+        return False
+
+    @staticmethod
+    def _cycle(perm: dict, g: _Group) -> int:
+        length, h = 1, perm[g]
+        while h is not g:
+            h, length = perm[h], length + 1
+        return length

@@ -1,0 +1,164 @@
+"""Graphs with loop nodes, for every backend: loop-free segments around each loop.
+
+In:  a graph holding ``loop`` nodes (:mod:`minicompile.ir.ops.control`), its
+     example inputs, and from the backend ``compile_graph(graph, example_inputs)
+     -> callable`` for a graph without loops (its usual pipeline) and, where it
+     has its own, ``make_loop(body, examples) -> (compiled body, run)`` where
+     ``run(n, start, step, carried, invariant) -> tuple`` runs the compiled
+     body ``n`` times (the C++ backend: one generated C++ function holding
+     the loop).  By default the loop is a host loop calling the compiled body
+     once per iteration (Triton launches the body's kernels that way).
+Out: :class:`LoopCompiledGraph`, called like the graph: it runs, in graph
+     order, each loop-free *segment* (compiled by the backend) and each loop
+     (its body compiled once, whatever the trip count).
+
+Kernels do not fuse across a loop's boundary; inside the body they fuse as in
+any graph.  Values handed from one step to the next are made C-contiguous
+(what the segments were compiled for: their example inputs for intermediates
+are C-contiguous zeros), and a loop whose body hands an input on unchanged,
+or runs no iteration, returns a copy (an op's result is a new array).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import ir
+from ..ir.graph import _map_nodes
+from ..ir.loops import has_loops  # noqa: F401  (re-exported for the backends)
+from ..ir.symbolic import SymbolicUnsupported
+from .compiled import CompiledGraph
+
+LoopRunner = Callable[[int, int, int, list, list], tuple]
+
+
+def example(meta: ir.TensorMeta) -> np.ndarray:
+    return np.zeros(tuple(meta.shape), meta.dtype)
+
+
+def contiguous(value: Any) -> np.ndarray:
+    """C-contiguous, 0-d kept 0-d (``np.ascontiguousarray`` makes it 1-d)."""
+    return np.asarray(value, order="C")
+
+
+def host_loop(compiled_body: Callable[..., tuple]) -> LoopRunner:
+    """The loop in Python, calling the compiled body once per iteration."""
+
+    def run(n: int, start: int, step: int, carried: list, invariant: list) -> tuple:
+        values = list(carried)
+        for k in range(n):
+            index = np.array(start + k * step, dtype=np.int64)
+            values = [contiguous(v) for v in compiled_body(*values, *invariant, index)]
+        return fresh_results(values, carried, invariant)
+
+    return run
+
+
+def fresh_results(values: list, carried: list, invariant: list) -> tuple:
+    """The results, each a new array: one that is an input itself is copied."""
+    inputs = {id(v) for v in (*carried, *invariant)}
+    return tuple(v.copy() if id(v) in inputs else v for v in values)
+
+
+class LoopCompiledGraph(CompiledGraph):
+    """Segments and loops, run in order; ``steps`` describes each."""
+
+    def __init__(self, graph: ir.Graph, call: Callable[..., tuple], parts: list[tuple[str, Any]]):
+        kernels = [k for _, c in parts for k in getattr(c, "kernels", [])]
+        source = "\n".join(f"// ---- {what} ----\n{getattr(c, 'kernel_source', '')}" for what, c in parts)
+        wrapper = "\n".join(f"# ---- {what} ----\n{getattr(c, 'wrapper_source', '')}" for what, c in parts)
+        schedule = "\n".join(f"{what}:\n{getattr(c, 'schedule', '')}" for what, c in parts)
+        super().__init__(graph, call, kernels, source, wrapper, [], schedule)
+        self.parts = parts
+        reasons = [getattr(c, "fallback_reason", None) for _, c in parts]
+        self.fallback_reason = next((r for r in reasons if r), None)
+        for _, c in parts:
+            self.kernel_origins.update(getattr(c, "kernel_origins", {}))
+
+
+def _segment(nodes: list[ir.Node], later: set[ir.Node]) -> tuple[ir.Graph, list[ir.Node], list[ir.Node]]:
+    """A graph of its own for ``nodes``: inputs are what they read from before, outputs
+    what is read after them (``later``)."""
+    inside = set(nodes)
+    sub = ir.Graph()
+    env: dict[ir.Node, ir.Node] = {}
+    inputs: list[ir.Node] = []
+    for node in nodes:
+        for i in node.inputs:
+            if i not in inside and i not in env:
+                env[i] = sub.placeholder(i.name, i.meta)
+                inputs.append(i)
+    for node in nodes:
+        env[node] = sub.call(node.op.name, *_map_nodes(node.args, env.__getitem__))
+        env[node].user_stack = node.user_stack
+    outputs = [n for n in nodes if n in later]
+    sub.output([env[n] for n in outputs])
+    return sub, inputs, outputs
+
+
+def compile_with_loops(graph: ir.Graph, example_inputs: list,
+                       compile_graph: Callable[[ir.Graph, list], Callable[..., tuple]],
+                       make_loop: Callable[[ir.Graph, list], tuple[Any, LoopRunner]] | None = None,
+                       ) -> LoopCompiledGraph:
+    """Compile a graph holding loop nodes (see the module docstring).  ``make_loop(body,
+    examples) -> (compiled body, run)``; by default the body compiled by ``compile_graph``
+    and run by :func:`host_loop`."""
+    if make_loop is None:
+        def make_loop(body: ir.Graph, examples: list) -> tuple[Any, LoopRunner]:
+            compiled = compile_graph(body, examples)
+            return compiled, host_loop(compiled)
+    if graph.is_dynamic:
+        raise SymbolicUnsupported("a loop node in a graph with symbolic sizes")
+    users = graph.users()
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    examples: dict[ir.Node, Any] = dict(zip(graph.placeholders, example_inputs))
+    steps: list[tuple] = []
+    parts: list[tuple[str, Any]] = []
+    pending: list[ir.Node] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        last = order[pending[-1]]
+        later = {n for n in pending if n in graph.outputs or any(order[u] > last for u in users[n])}
+        sub, inputs, outputs = _segment(list(pending), later)
+        compiled = compile_graph(sub, [examples.get(i) if i in examples and i.kind == "placeholder"
+                                       else example(i.meta) for i in inputs])
+        parts.append((f"segment {len(parts)}", compiled))
+        steps.append(("segment", compiled, inputs, outputs))
+        pending.clear()
+
+    for node in graph.calls:
+        if node.op.name == "loop":
+            flush()
+            body, start, step, n, carried, invariant = node.args
+            compiled_body, run = make_loop(body, [example(p.meta) for p in body.placeholders])
+            parts.append((f"{node.name}: body, run {n} times", compiled_body))
+            steps.append(("loop", run, node, list(carried), list(invariant), n, start, step))
+        elif node.op.name == "loop_result":
+            flush()
+            steps.append(("pick", node))
+        else:
+            pending.append(node)
+    flush()
+    outputs = list(graph.outputs)
+    placeholders = graph.placeholders
+
+    def call(*inputs: Any) -> tuple:
+        env: dict[ir.Node, Any] = dict(zip(placeholders, inputs))
+        for s in steps:
+            if s[0] == "segment":
+                _, compiled, ins, outs = s
+                values = compiled(*[env[i] if i.kind == "placeholder" else contiguous(env[i]) for i in ins])
+                env.update(zip(outs, values))
+            elif s[0] == "loop":
+                _, run, node, carried, invariant, n, start, step = s
+                env[node] = run(n, start, step, [contiguous(env[c]) for c in carried],
+                                [contiguous(env[c]) for c in invariant])
+            else:
+                node = s[1]
+                env[node] = env[node.args[0]][node.args[1]]
+        return tuple(env[o] for o in outputs)
+
+    return LoopCompiledGraph(graph, call, parts)

@@ -1,0 +1,260 @@
+"""Counted loops as one loop node (dynamo/loop_capture.py, ir/ops/control.py, inductor/loops.py).
+
+Hypothesis writes loop bodies over two loop-carried arrays from a table of
+statements — pointwise and reduction ops, index-dependent terms, in-place
+slice stores, buffer rotation — and runs ``for i in range(n)`` around them
+for n in 0, 1, 2 and a long count, on every backend (eager, cpp, triton in
+its interpreter), against eager NumPy: same values, dtypes, kinds of result
+and writes to the arguments.  The loop node must be in the graph (the unroll
+limit is set to 0 here, so that short loops become nodes too) and the graph
+must not grow with the trip count.  Gradients through a loop are checked
+against central differences.  MINICOMPILE_TEST_EXAMPLES raises the count.
+"""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import minicompile as mc
+from minicompile import config
+
+SETTINGS = settings(max_examples=int(os.environ.get("MINICOMPILE_TEST_EXAMPLES", 12)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+STATEMENTS = [
+    "u = u * 0.9 + v * 0.1",
+    "v = np.tanh(v) + 0.5 * u",
+    "u = u + i * 0.01",
+    "v = v - v.mean()",
+    "u = u / (1.0 + np.abs(u).max())",
+    "u[1:-1] = 0.5 * (u[:-2] + u[2:])",
+    "v += np.roll(u, 1) * (i % 3)",
+    "un = u.copy()\nu[1:] = un[:-1] + 0.1 * v[1:]",
+    "u, v = v, u",
+    "v = np.where(v > 0, v, 0.1 * v) + np.float32(0.5)",
+]
+
+
+def writes_then_rebinds(statements: list[str]) -> bool:
+    """An argument written in place and an array rebound in the body: eager NumPy may
+    write the caller's array in the first iteration only, and the loop then unrolls."""
+    lines = [line for s in statements for line in s.splitlines()]
+    writes = any(line.startswith(("u[", "v[", "u +=", "v +=")) for line in lines)
+    return writes and any(line.startswith(("u = ", "v = ", "u, v = ")) for line in lines)
+
+
+def program(statements: list[str]) -> str:
+    body = textwrap.indent("\n".join(statements), " " * 8)
+    return f"def f(u, v, n):\n    for i in range(n):\n{body}\n    return u, v\n"
+
+
+def build(source: str):
+    namespace = {"np": np}
+    exec(compile(source, "<loop program>", "exec"), namespace)
+    return namespace["f"]
+
+
+def graphs_of(fn, *args) -> list:
+    graphs = []
+
+    def backend(graph, example_inputs):
+        graphs.append(graph)
+        return graph
+
+    mc.compile(fn, backend=backend)(*args)
+    return graphs
+
+
+def check(fn, backend: str, n: int, dtype) -> None:
+    rng = np.random.default_rng(0)
+    u0, v0 = rng.standard_normal(9).astype(dtype), rng.standard_normal(9).astype(dtype)
+    u, v = u0.copy(), v0.copy()
+    got = mc.compile(fn, backend=backend)(u, v, n)
+    ue, ve = u0.copy(), v0.copy()
+    want = fn(ue, ve, n)
+    tol = 1e-4 if dtype == np.float32 else 1e-9
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+    np.testing.assert_allclose(u, ue, rtol=tol, atol=tol)  # writes to the arguments
+    np.testing.assert_allclose(v, ve, rtol=tol, atol=tol)
+
+
+@pytest.fixture
+def every_loop_a_node(monkeypatch):
+    monkeypatch.setattr(config, "loop_unroll_limit", 0)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=4), st.sampled_from([np.float32, np.float64]))
+def test_random_loop_bodies(statements, dtype):
+    source = program(statements)
+    note(source)
+    fn = build(source)
+    old = config.loop_unroll_limit
+    config.loop_unroll_limit = 0
+    try:
+        u, v = np.ones(9, dtype), np.ones(9, dtype)
+        sizes = []
+        for n in (3, 300):
+            mc.reset()
+            graphs = graphs_of(fn, u.copy(), v.copy(), n)
+            assert len(graphs) <= 1  # none: the loop only renames the arguments (u, v = v, u)
+            node = bool(graphs) and any(node.op.name == "loop" for node in graphs[0].calls)
+            if not graphs:
+                break
+            assert node or writes_then_rebinds(statements)
+            sizes.append(graphs[0].op_count())
+        if len(sizes) == 2 and node:
+            assert sizes[0] == sizes[1]  # the graph does not grow with the trip count
+        for backend in ("eager", "cpp", "triton"):
+            for n in (0, 1, 2, 40):
+                mc.reset()
+                check(fn, backend, n, dtype)
+    finally:
+        config.loop_unroll_limit = old
+
+
+def stencil(u, steps):
+    for t in range(steps):
+        un = u.copy()
+        u[1:-1] = un[1:-1] + 0.1 * (un[2:] - 2 * un[1:-1] + un[:-2])
+    return u
+
+
+def test_long_loop_is_one_node_and_runs_in_cpp():
+    u = np.linspace(0, 1, 64) ** 2
+    ex = mc.explain(stencil)(u.copy(), 1000)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.op_count < 20
+    names = [n.op.name for n in ex.graphs[0].calls]
+    assert "loop" in names
+    compiled = mc.compile(stencil, backend="cpp")
+    a, b = u.copy(), u.copy()
+    np.testing.assert_allclose(compiled(a, 1000), stencil(b, 1000))
+    np.testing.assert_allclose(a, b)
+
+
+def test_short_loop_unrolls():
+    ex = mc.explain(stencil)(np.ones(16), 3)
+    assert not any(n.op.name == "loop" for n in ex.graphs[0].calls)
+
+
+@pytest.mark.parametrize("body, why", [
+    ("if i % 2 == 0:\n            u = u + 1", "branch"),
+    ("hist.append(u.sum())", "list"),
+    ("if u.sum() > 1e9:\n            break", "branch"),
+    ("t = t + 0.5\n        u = u * t", "changes"),
+])
+def test_what_cannot_be_a_node_unrolls_and_stays_right(body, why):
+    source = f"def f(u, n):\n    hist = []\n    t = 0.0\n    for i in range(n):\n        {body}\n    return u, hist\n"
+    fn = build(source)
+    u = np.linspace(0, 1, 8)
+    got = mc.compile(fn, backend="eager")(u.copy(), 20)
+    want = fn(u.copy(), 20)
+    np.testing.assert_allclose(got[0], want[0])
+    assert len(got[1]) == len(want[1])
+
+
+def test_rotation_of_argument_buffers_writes_where_numpy_does():
+    def f(a, b, n):
+        for i in range(n):
+            b[:] = a * 0.5 + 1
+            a, b = b, a
+        return a
+
+    for n in (17, 18):
+        x, y = np.arange(5.0), np.zeros(5)
+        xe, ye = x.copy(), y.copy()
+        r = mc.compile(f, backend="cpp")(x, y, n)
+        re = f(xe, ye, n)
+        np.testing.assert_allclose(r, re)
+        np.testing.assert_allclose(x, xe)
+        np.testing.assert_allclose(y, ye)
+
+
+def test_index_is_a_python_int_for_dtypes():
+    def f(x, n):
+        for i in range(n):
+            x = x * np.float32(0.5) + i  # a Python int meets float32: float32 (NEP 50)
+        return x
+
+    x = np.ones(4, np.float32)
+    r = mc.compile(f, backend="cpp")(x, 30)
+    assert r.dtype == np.float32
+    np.testing.assert_allclose(r, f(x, 30), rtol=1e-6)
+
+
+def test_gradient_through_a_loop_node():
+    def f(u, w):
+        for t in range(20):
+            u = np.tanh(u * w) + 0.5 * u
+        return u.sum()
+
+    rng = np.random.default_rng(1)
+    u, w = rng.random(5), rng.random(5)
+    U, W = mc.Tensor(u.copy(), requires_grad=True), mc.Tensor(w.copy(), requires_grad=True)
+    mc.compile(f, backend="cpp")(U, W).backward()
+    eps = 1e-6
+    for grad, point in ((U.grad, lambda e: (f(u + e, w) - f(u - e, w))), (W.grad, lambda e: (f(u, w + e) - f(u, w - e)))):
+        numeric = np.array([point(eps * e) / (2 * eps) for e in np.eye(5)])
+        np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_enumerate_over_an_array_with_a_break_compiles_once():
+    def f(db):
+        out = 0.0
+        for idx, line in enumerate(db):
+            print(end="")  # a graph break inside the loop
+            out = out + line.sum() * idx
+        return out
+
+    db = np.random.default_rng(2).random((5, 4))
+    compiled = mc.compile(f, backend="eager")
+    for _ in range(10):
+        result = compiled(db)
+    assert len(compiled.cache) == 1
+    np.testing.assert_allclose(result, f(db))
+
+
+def test_python_builtins_of_the_index_unroll_and_keep_dtypes():
+    def f(x, n):
+        for i in range(n):
+            x = x + abs(i - 5) + float(i)  # Python ints and floats in eager code: float32 stays
+        return x
+
+    x = np.ones(3, np.float32)
+    r = mc.compile(f, backend="eager")(x, 20)
+    assert r.dtype == f(x, 20).dtype == np.float32
+    np.testing.assert_allclose(r, f(x, 20))
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_builtins_over_arrays_ndindex_ndenumerate_and_import(backend):
+    def fold(x):
+        return max(x), min(x), sum(x)  # Python's folds over the elements: a first NaN stays
+
+    def indexed(x):
+        import numpy
+        from numpy import cos
+        out = numpy.zeros_like(x)
+        for idx in np.ndindex(*x.shape):
+            out[idx] = cos(x[idx]) * 2
+        total = 0.0
+        for idx, v in np.ndenumerate(x):
+            total = total + v * idx[0]
+        return out, total
+
+    for fn, x in ((fold, np.array([np.nan, 1.0, 3.0, -1.0])), (fold, np.array([2.0, np.nan, 5.0], np.float32)),
+                  (indexed, np.arange(6.0, dtype=np.float32).reshape(2, 3))):
+        mc.reset()
+        ex = mc.explain(fn)(x)
+        assert ex.graph_count == 1 and ex.graph_break_count == 0
+        got, want = mc.compile(fn, backend=backend)(x), fn(x)
+        for g, w in zip(got, want):
+            assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w, equal_nan=True, rtol=1e-6)
