@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import ir, logs
 from ..ir.graph import _map_nodes
+from ..ir.loops import has_loops, unroll_loops
 from ..ir.passes import dead_code_elimination
 from ..ir.ops.registry import as_array
 from .joint import build_joint_graph
@@ -34,9 +35,13 @@ PARTITIONERS = {"min_cut": min_cut_partition, "default": default_partition}
 class AotFunction:
     def __init__(self, graph: ir.Graph, example_inputs: list, backend: Backend,
                  partitioner: str = "min_cut"):
-        self.graph = graph
         self.backend = backend
         self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in example_inputs]
+        if any(self.requires_grad) and has_loops(graph):
+            # Loop nodes have no rule of their own (derivatives.REWRITTEN_FOR_GRADIENTS).
+            logs.log("loops", "a gradient flows: loop nodes written out before the joint graph")
+            graph = unroll_loops(graph)
+        self.graph = graph
         arrays = [_data(x) for x in example_inputs]
         if any(self.requires_grad):
             self.joint = build_joint_graph(graph, self.requires_grad)

@@ -47,6 +47,11 @@ _BOOLEAN = "a boolean result: carries no gradient (its derivative is zero)"
 _INTEGER = "an integer result (an index or a count): carries no gradient"
 _INTEGER_ONLY = "defined on integers and booleans only: no floating-point input to differentiate"
 _CREATION = "no array input: nothing to differentiate"
+# Ops never differentiated as themselves: the graph is rewritten first, and the
+# ops it is rewritten into have rules (see AotFunction).
+REWRITTEN_FOR_GRADIENTS: dict[str, str] = dict.fromkeys(
+    ("loop", "loop_result"), "written out iteration by iteration (ir.loops.unroll_loops) before the joint "
+    "graph is built: the backward of the unrolled loop is the reversed loop of each body op's rule")
 NON_DIFFERENTIABLE: dict[str, str] = {
     **dict.fromkeys(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isclose",
                      "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",

@@ -26,7 +26,6 @@ from .. import config, ir, logs
 from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
-from ..ir.loops import has_loops, unroll_loops
 from ..ir.symbolic import Sym, is_symbolic
 from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
@@ -356,16 +355,9 @@ def compile_entry(
             return compile_entry(fn, L, backend, fullgraph, wrap_function, is_resume, dynamic=None)
         try:
             if any(isinstance(x, Tensor) for x in example_inputs):
-                # Tensors in: compile forward and backward (AOTAutograd), record on the tape.
-                # A loop node is written out first when a gradient flows: the backward
-                # of the unrolled loop is the reversed loop over the carries the
-                # forward saves (or the partitioner recomputes), each by its own rule.
-                graph = cap.graph
-                if any(isinstance(x, Tensor) and x.requires_grad for x in example_inputs) \
-                        and has_loops(graph):
-                    logs.log("loops", lambda: f"{fn.__qualname__}: a gradient flows: loop nodes unrolled")
-                    graph = unroll_loops(graph)
-                compiled = AotFunction(graph, example_inputs, backend)
+                # Tensors in: compile forward and backward (AOTAutograd), record on the tape
+                # (a loop node is written out there first when a gradient flows).
+                compiled = AotFunction(cap.graph, example_inputs, backend)
             else:
                 # Symbolic sizes or not: the backend was told how to meet them when it
                 # was looked up (once, or once per shape: minicompile.per_shape).
