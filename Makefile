@@ -28,13 +28,15 @@ demo: $(PYTHON)
 	$(PYTHON) -m minicompile runtime
 	$(PYTHON) -m minicompile demo
 
-# Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found.
+# Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found;
+# pytest-xdist runs the tests on every core (TEST_WORKERS=0 runs them in one process).
+TEST_WORKERS ?= auto
 test: $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[dev,triton]'
 	-@command -v dot >/dev/null && command -v chromium >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; } || \
 	  echo "graphviz/chromium not installed: picture and browser tests will skip"
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(TEST_WORKERS)
 	@$(MAKE) --no-print-directory $(CAPTURES)
 
 # capture-3.12 etc.: one "skipped" line if no interpreter; pytest exit 5 (nothing collected) is OK.
@@ -44,7 +46,7 @@ $(CAPTURES): capture-%:
 	set -ex; \
 	[ -x $$venv/bin/python ] || { $(call mkvenv,$$py,$$venv); }; \
 	$$venv/bin/python -m pip install -q -e '.[dev]'; \
-	$$venv/bin/python -m pytest -m capture tests || [ $$? -eq 5 ]
+	$$venv/bin/python -m pytest -n $(TEST_WORKERS) -m capture tests || [ $$? -eq 5 ]
 
 # Random mutation / aliasing / graph-break programs at large counts: FUZZ_EXAMPLES on
 # eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton (2-3 hours on 2 cores:
