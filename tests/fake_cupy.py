@@ -15,10 +15,12 @@ What it models, because minicompile's device code depends on it:
   and ``__array_ufunc__`` (calls and the ufunc methods ``reduce``,
   ``accumulate``, ``reduceat``, ``outer``, ``at``), but only those CuPy 14
   really has (``CUPY_NAMES``); any other returns NotImplemented and NumPy
-  raises its TypeError;
+  raises its TypeError; a keyword argument CuPy's function lacks is CuPy's
+  TypeError (``SIGNATURES``, read from CuPy 14);
 * a NumPy array mixed with a CuPy array raises TypeError, as CuPy does, except
   as an index (CuPy copies an index array to the device);
-* results are arrays, never NumPy scalars: a 0-d result is a 0-d ``ndarray``;
+* results are arrays, never NumPy scalars: a 0-d result is a 0-d ``ndarray``,
+  and so is the bool of ``allclose``, ``array_equal`` and ``array_equiv``;
 * views stay views (``x.T``, ``x[1:]``, ``reshape``) and write through;
 * ``cupy.add`` and the other ufuncs are objects with CuPy's methods
   (``cupy.add.at(a, (rows,), b)``); NumPy's ``np.add.at`` reaches them through
@@ -35,7 +37,9 @@ around (``mode="wrap"``) and this double, computing with NumPy, refuses.
 """
 from __future__ import annotations
 
+import json
 import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +81,11 @@ cholesky cond cross det eig eigh eigvals eigvalsh inv lstsq matmul matrix_power 
 pinv qr slogdet solve svd tensorinv tensorsolve""".split()),
               "numpy.fft": frozenset("""
 fft fft2 fftfreq fftn fftshift hfft ifft ifft2 ifftn ifftshift ihfft irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn""".split())}
+# The parameters of CuPy 14's functions (inspect.signature on the device; "**":
+# any keyword): a keyword NumPy takes and CuPy lacks (``np.take(..., mode=)``,
+# ``np.sort(..., stable=)``) is CuPy's TypeError, as on the GPU.
+SIGNATURES = json.loads((Path(__file__).parent / "cupy14_signatures.json").read_text())["signatures"]
+BOOL_AS_ARRAY = frozenset({"allclose", "array_equal", "array_equiv"})
 UFUNC_METHODS = frozenset({"__call__", "reduce", "accumulate", "reduceat", "outer", "at"})
 # cupy.ndarray's methods that this double forwards to NumPy's (results wrapped).
 METHODS = frozenset("""all any argmax argmin argpartition argsort astype choose clip compress conj
@@ -123,7 +132,10 @@ class ndarray:
         if func.__name__ not in CUPY_NAMES.get(func.__module__, ()) \
                 or not all(issubclass(t, (ndarray, np.ndarray)) for t in types_):
             return NotImplemented
-        return _call(func, args, kwargs)
+        _refuse_keywords(func.__name__, kwargs, func.__module__)
+        result = _call(func, args, kwargs)
+        # CuPy's forms of NumPy's Python-bool functions return 0-d arrays (checked on CuPy 14)
+        return ndarray(np.asarray(result)) if func.__name__ in BOOL_AS_ARRAY else result
 
     # -- attributes ---------------------------------------------------------------------------
     shape = property(lambda self: self._a.shape)
@@ -146,7 +158,11 @@ class ndarray:
         if name not in METHODS:
             raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
         method = getattr(self._a, name)
-        return lambda *args, **kwargs: _wrap(method(*_unwrap(_refuse_host(args)), **_unwrap(kwargs)))
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _refuse_keywords(name, kwargs)  # a method takes its function's parameters (less the array)
+            return _wrap(method(*_unwrap(_refuse_host(args)), **_unwrap(kwargs)))
+        return call
 
     # -- copies to the host: explicit, or of one value ---------------------------------------
     def get(self) -> np.ndarray:
@@ -265,6 +281,14 @@ def _wrap(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(_wrap(v) for v in value)
     return value
+
+
+def _refuse_keywords(name: str, kwargs: dict, module: str = "numpy") -> None:
+    """CuPy's TypeError for a keyword its function ``name`` lacks."""
+    params = SIGNATURES.get(module, {}).get(name)
+    unknown = [k for k in kwargs if params is not None and "**" not in params and k not in params]
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{unknown[0]}'")
 
 
 def _call(func: Any, args: tuple, kwargs: dict) -> Any:

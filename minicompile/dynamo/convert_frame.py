@@ -31,6 +31,7 @@ from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable, RestartAnalysis
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
+from .polyfills.base import python_result
 from .guards import GuardSet
 from .dynamic_shapes import DynamicPolicy
 from .output_graph import OutputGraph, size_input
@@ -287,7 +288,7 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         return values[payload][()]
     if kind == "python":  # eager had a Python value (np.allclose's bool), not a NumPy scalar
         python_type, index = payload
-        return python_type(values[index])
+        return python_result(python_type, values[index])
     if kind == "const":
         return payload
     if kind == "frame":

@@ -22,6 +22,7 @@ from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
 from .functionalization import is_c_contiguous, storage_array
 from .output_graph import OutputGraph
+from .polyfills.base import python_result
 from .variables.arrays import ArrayVariable
 from .variables.base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker
 from .variables.containers import DictVariable, ListVariable, NamedTupleVariable, TupleVariable
@@ -90,7 +91,7 @@ class Reconstructor:
         if var.node.kind == "placeholder":
             return var.source.expr
         if var.python is not None:  # eager had a Python value (np.allclose's bool)
-            return f"{self.const(var.python)}({self.node_value(var.node)})"
+            return f"{self.named('___python_result', python_result)}({self.const(var.python)}, {self.node_value(var.node)})"
         return self.node_value(var.node, var.scalar)
 
     def node_value(self, node: ir.Node, scalar: bool = False) -> str:

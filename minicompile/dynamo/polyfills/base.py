@@ -3,8 +3,8 @@
 In:  nothing of the interpreter.
 Out: :data:`POLYFILLS` (NumPy function -> its polyfill, filled by the
      :func:`polyfill` decorator), :data:`TRACE_TIME` (filled by
-     :func:`at_trace_time`), :func:`require`, :func:`checked` and
-     :func:`python_bool`.  All are
+     :func:`at_trace_time`), :func:`require`, :func:`checked`,
+     :func:`python_bool` and :func:`python_result`.  All are
      plain Python: a polyfill run eagerly (as the tests run them, against
      NumPy's own function) behaves exactly as the traced one.
 
@@ -63,6 +63,13 @@ def at_trace_time(needs: str) -> Callable[[Callable[..., Any]], Callable[..., An
 def python_bool(value: Any) -> bool:
     """``bool(value)`` of a 0-d array: the Python bool a NumPy function returns."""
     return bool(value)
+
+
+def python_result(python_type: type, value: Any) -> Any:
+    """What eager returns where NumPy's function returns a Python value computed
+    from arrays (``np.allclose``'s bool): ``python_type(value)`` of a host array;
+    a device array as it is, since CuPy's function returns a 0-d device array."""
+    return python_type(value) if isinstance(value, (np.ndarray, np.generic)) else value
 
 
 @at_trace_time("a check on array values: NumPy raises or not depending on the data")

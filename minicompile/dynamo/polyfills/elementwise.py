@@ -57,7 +57,7 @@ def isreal(x):
 @polyfill(np.iscomplex)
 def iscomplex(x):
     x = np.asarray(x)
-    return np.zeros(x.shape, bool)[()]  # [()]: a NumPy scalar for a 0-d x
+    return np.zeros_like(x, dtype=bool)[()]  # [()]: a NumPy scalar for a 0-d x
 
 
 def _python_number(value) -> bool:
@@ -72,10 +72,11 @@ def select(condlist, choicelist, default=0):
             "list of cases must be same length as list of conditions")
     require(len(condlist) != 0, ValueError, "select with an empty condition list is not possible")
     # Python numbers stay weak for the result dtype (NEP 50), then become arrays.
-    choices = [c if _python_number(c) else np.asarray(c) for c in choicelist]
-    choices.append(default if _python_number(default) else np.asarray(default))
-    dtype = np.result_type(*choices)
     conds = [np.asarray(c) for c in condlist]
+    like = conds[0]  # arrays made here are made where the conditions are (CuPy's select: on the device)
+    choices = [c if _python_number(c) else np.asarray(c, like=like) for c in choicelist]
+    choices.append(default if _python_number(default) else np.asarray(default, like=like))
+    dtype = np.result_type(*choices)
     cond_shape = np.broadcast_shapes(*[c.shape for c in conds])
     choice_shape = np.broadcast_shapes(*[np.shape(c) for c in choices])
     for i, cond in enumerate(conds):
@@ -83,9 +84,9 @@ def select(condlist, choicelist, default=0):
     result_shape = cond_shape if len(choice_shape) == 0 else np.broadcast_shapes(cond_shape, choice_shape)
     # NumPy fills with the default as an array (an int64 -1 casts to uint8 as 255,
     # unsafely), then writes each choice where its condition holds, last to first.
-    result = np.full(result_shape, np.asarray(choices[-1]), dtype)
+    result = np.full(result_shape, np.asarray(choices[-1], like=like), dtype)
     for choice, cond in zip(choices[-2::-1], conds[::-1]):
-        np.copyto(result, np.asarray(choice), where=cond)
+        np.copyto(result, np.asarray(choice, like=like), where=cond)
     return result
 
 

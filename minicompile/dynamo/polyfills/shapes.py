@@ -34,9 +34,9 @@ def append(arr, values, axis=None):
     if axis is None:
         if arr.ndim != 1:
             arr = arr.ravel()
-        values = np.ravel(np.asarray(values))
+        values = np.ravel(np.asarray(values, like=arr))
         axis = arr.ndim - 1
-    return np.concatenate((arr, np.asarray(values)), axis=axis)
+    return np.concatenate((arr, np.asarray(values, like=arr)), axis=axis)
 
 
 # Up to this many slices are joined by one concatenate; more become one take
@@ -238,10 +238,11 @@ def _triangle(n, k, m, upper: bool) -> tuple[list[int], list[int]]:
     return counts, [first - start for first, start in zip(firsts, starts)]
 
 
-def _triangle_indices(counts, shifts):
-    """Row and column indices of the selected elements, row by row, as np.nonzero gives them."""
-    rows = np.repeat(np.arange(len(counts)), counts)
-    cols = np.arange(sum(counts)) + np.repeat(np.asarray(shifts, dtype=np.intp), counts)
+def _triangle_indices(counts, shifts, like=None):
+    """Row and column indices of the selected elements, row by row, as np.nonzero gives them
+    (made in ``like``'s array module: np.tril_indices_from of a CuPy array gives CuPy's)."""
+    rows = np.repeat(np.arange(len(counts), like=like), counts)
+    cols = np.arange(sum(counts), like=like) + np.repeat(np.asarray(shifts, np.intp, like=like), counts)
     return rows, cols
 
 
@@ -258,10 +259,10 @@ def triu_indices(n, k=0, m=None):
 @polyfill(np.tril_indices_from)
 def tril_indices_from(arr, k=0):
     require(arr.ndim == 2, ValueError, "input array must be 2-d")
-    return tril_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+    return _triangle_indices(*_triangle(arr.shape[-2], k, arr.shape[-1], False), like=arr)
 
 
 @polyfill(np.triu_indices_from)
 def triu_indices_from(arr, k=0):
     require(arr.ndim == 2, ValueError, "input array must be 2-d")
-    return triu_indices(arr.shape[-2], k=k, m=arr.shape[-1])
+    return _triangle_indices(*_triangle(arr.shape[-2], k, arr.shape[-1], True), like=arr)

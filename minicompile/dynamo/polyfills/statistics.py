@@ -85,7 +85,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if not rowvar and m.ndim != 1:
         X = X.T
     if X.shape[0] == 0:
-        return np.array([]).reshape(0, 0)
+        return np.asarray([], like=m).reshape(0, 0)
     if y is not None:
         y = _ndmin(np.asarray(y, dtype=dtype), 2)
         if not rowvar and y.shape[0] != 1:
@@ -168,8 +168,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return (d * (upper + lower) / 2.0).sum(axis)
 
 
-def _edge(values, dtype, name: str):
-    values = np.asarray(values)
+def _edge(values, dtype, name: str, like):
+    values = np.asarray(values, like=like)
     require(np.can_cast(values, dtype, casting="same_kind"), TypeError,
             f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
     # NumPy writes them into its result: a cast to ary's dtype
@@ -181,10 +181,10 @@ def ediff1d(ary, to_end=None, to_begin=None):
     ary = np.asarray(ary).ravel()
     if to_begin is None and to_end is None:
         return ary[1:] - ary[:-1]
-    parts = [] if to_begin is None else [_edge(to_begin, ary.dtype, "to_begin")]
+    parts = [] if to_begin is None else [_edge(to_begin, ary.dtype, "to_begin", ary)]
     parts.append(np.subtract(ary[1:], ary[:-1]))
     if to_end is not None:
-        parts.append(_edge(to_end, ary.dtype, "to_end"))
+        parts.append(_edge(to_end, ary.dtype, "to_end", ary))
     # NumPy fills an empty array with the pieces; joining them is the same array
     return np.concatenate(parts)
 
@@ -195,22 +195,25 @@ def vander(x, N=None, increasing=False):
     require(x.ndim == 1, ValueError, "x must be a one-dimensional array or sequence.")
     if N is None:
         N = x.shape[0]
-    v = np.empty((x.shape[0], N), dtype=np.promote_types(x.dtype, int))
-    tmp = v[:, ::-1] if not increasing else v
-    if N > 0:
-        tmp[:, 0] = 1
+    dtype = np.promote_types(x.dtype, int)
+    # Columns x**0, then NumPy's multiply.accumulate of x in the result's dtype:
+    # x, x*x, x*x*x.  Joined, not written into an empty array, so the arrays are
+    # made where x is (on the device for CuPy's) and an mc.Tensor keeps its tape.
+    columns = [np.ones_like(x, dtype, shape=(x.shape[0], min(N, 1)))]
     if N > 1:
-        tmp[:, 1:] = x[:, None]
-        tmp[:, 1:] = np.cumprod(tmp[:, 1:], axis=1)  # NumPy's multiply.accumulate: x, x*x, x*x*x
-    return v
+        powers = np.cumprod(np.broadcast_to(x.astype(dtype)[:, None], (x.shape[0], N - 1)), axis=1)
+        columns.append(powers if increasing else powers[:, ::-1])
+    return np.concatenate(columns if increasing else columns[::-1], axis=1)
 
 
 @polyfill(np.logspace)
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     if not isinstance(base, (float, int)) and np.ndim(base):
         ndmax = len(np.broadcast_shapes(np.shape(start), np.shape(stop), np.shape(base)))
-        start, stop, base = (_ndmin(np.asarray(a), ndmax) for a in (start, stop, base))
+        start, stop, base = (_ndmin(np.asarray(a, like=base), ndmax) for a in (start, stop, base))
         base = np.expand_dims(base, axis=axis)
+    elif not isinstance(base, (float, int)):  # a 0-d array: np.logspace dispatches on it
+        start = np.asarray(start, like=base)
     y = np.linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
     if dtype is None:
         return np.power(base, y)

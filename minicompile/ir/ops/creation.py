@@ -3,8 +3,12 @@
 In:  shapes, fill values, ranges and dtypes — Python values, known at trace
      time; the ``_like`` forms also take an array, but read only its meta.
 Out: registered :class:`OpDef` entries of kind ``creation``.  A creation node
-     has no array inputs unless it is a ``_like`` op or ``full``'s fill value
-     is an array; it runs once per call of the compiled graph.
+     has no array inputs unless it is a ``_like`` op, ``full``'s fill value
+     is an array or it is given ``like=`` (NumPy's NEP 35, for ``zeros``,
+     ``ones``, ``empty``, ``full``, ``arange`` and ``asarray``: the result is
+     made in that array's module, so a polyfill's constants are CuPy arrays
+     where the NumPy function it stands for would have dispatched to CuPy);
+     it runs once per call of the compiled graph.
 
 ``empty`` and ``empty_like`` are defined as ``zeros``/``zeros_like``: NumPy
 leaves the contents undefined, and a compiler needs every op deterministic (a
@@ -23,7 +27,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..symbolic import Sym
-from .registry import TensorMeta, dtype_arg, node_free, simple_op
+from .registry import TensorMeta, array_module, dtype_arg, node_free, simple_op
 
 
 def _size(n: Any) -> Any:
@@ -46,20 +50,26 @@ def _like_canon(args: dict[str, Any]) -> dict[str, Any]:
     return {**args, "shape": shape, "dtype": dtype_arg(args["dtype"])}
 
 
-def _zeros(shape, dtype=None):
-    return np.zeros(shape, dtype)
+def _module(like: Any) -> Any:
+    """Where a creation makes its array: NumPy, or ``like``'s module (NEP 35's ``like=``)."""
+    return np if like is None else array_module(like)
 
 
-def _ones(shape, dtype=None):
-    return np.ones(shape, dtype)
+def _zeros(shape, dtype=None, like=None):
+    return _module(like).zeros(shape, dtype)
 
 
-def _empty(shape, dtype=None):
-    return np.zeros(shape, dtype)  # deterministic: see the module docstring
+def _ones(shape, dtype=None, like=None):
+    return _module(like).ones(shape, dtype)
 
 
-def _full(shape, fill_value, dtype=None):
-    return np.full(shape, fill_value, dtype)
+def _empty(shape, dtype=None, like=None):
+    return _module(like).zeros(shape, dtype)  # deterministic: see the module docstring
+
+
+def _full(shape, fill_value, dtype=None, like=None):
+    # np.full reads an array fill value with np.asarray; one on the device stays there
+    return _module(fill_value if like is None else like).full(shape, fill_value, dtype)
 
 
 def _zeros_like(a, dtype=None, shape=None):
@@ -87,7 +97,7 @@ def _prototype_canon(args: dict[str, Any]) -> dict[str, Any]:
 
 # Explicit rules: asking NumPy would allocate the whole array while tracing.
 
-def _filled_meta(shape: tuple[int, ...], dtype: np.dtype | None, fill_value: Any = 0.0) -> TensorMeta:
+def _filled_meta(shape: tuple[int, ...], dtype: np.dtype | None, fill_value: Any = 0.0, like: Any = None) -> TensorMeta:
     if dtype is None:  # np.full(shape, 7) is int64: the fill value's own dtype
         dtype = fill_value.dtype if isinstance(fill_value, TensorMeta) else np.asarray(fill_value).dtype
     if isinstance(fill_value, TensorMeta):
@@ -104,9 +114,9 @@ def _like_meta(a: TensorMeta, dtype: np.dtype | None, shape: tuple[int, ...] | N
 
 
 for _name, _impl, _canon, _meta in (
-    ("zeros", _zeros, _shape_canon, lambda shape, dtype: _filled_meta(shape, dtype)),
-    ("ones", _ones, _shape_canon, lambda shape, dtype: _filled_meta(shape, dtype)),
-    ("empty", _empty, _shape_canon, lambda shape, dtype: _filled_meta(shape, dtype)),
+    ("zeros", _zeros, _shape_canon, lambda shape, dtype, like: _filled_meta(shape, dtype)),
+    ("ones", _ones, _shape_canon, lambda shape, dtype, like: _filled_meta(shape, dtype)),
+    ("empty", _empty, _shape_canon, lambda shape, dtype, like: _filled_meta(shape, dtype)),
     ("full", _full, _shape_canon, _filled_meta),
     ("zeros_like", _zeros_like, _like_canon, _like_meta),
     ("ones_like", _ones_like, _like_canon, _like_meta),
@@ -117,8 +127,8 @@ for _name, _impl, _canon, _meta in (
     simple_op(_name, _impl, "creation", canonicalize=_canon, meta=_meta)
 
 
-def _arange(start_or_stop, stop=None, step=1, dtype=None):
-    return np.arange(start_or_stop, stop, step, dtype=dtype)
+def _arange(start_or_stop, stop=None, step=1, dtype=None, like=None):
+    return _module(like).arange(start_or_stop, stop, step, dtype=dtype)
 
 
 def _arange_canon(args: dict[str, Any]) -> dict[str, Any]:
@@ -160,8 +170,9 @@ simple_op("eye", _eye, "creation", canonicalize=_square_canon)
 simple_op("tri", _tri, "creation", canonicalize=_square_canon)
 
 
-def _asarray(a, dtype=None):
-    return np.asarray(a, dtype=dtype)
+def _asarray(a, dtype=None, like=None):
+    # An array stays in its own module (capture returns it as it is: np.asarray(x) is x).
+    return array_module(a).asarray(a, dtype=dtype) if hasattr(a, "dtype") else _module(like).asarray(a, dtype)
 
 
 def _asarray_canon(args: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import indexing as ix
-from .registry import TensorMeta, array_module, key_in, normalize_axis, simple_op
+from .registry import TensorMeta, array_module, key_in, normalize_axis, simple_op, without_defaults
 
 
 def _getitem(a, key):
@@ -65,7 +65,7 @@ simple_op("setitem", _setitem, "index", canonicalize=_key_canon, meta=_setitem_m
 
 
 def _take(a, indices, axis=None, mode="raise"):
-    return np.take(a, indices, axis=axis, mode=mode)
+    return np.take(a, indices, axis=axis, **without_defaults({"mode": mode}, {"mode": "raise"}))
 
 
 def _take_canon(args: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import dtypes as dt
-from .registry import OpDef, TensorMeta, array_module, normalize_axes, normalize_axis, register, simple_op
+from .registry import (OpDef, TensorMeta, array_module, normalize_axes, normalize_axis, register, simple_op,
+                       without_defaults)
 
 P = inspect.Parameter
 
@@ -48,7 +49,7 @@ def _reduction(name: str, fn: Callable, extra: dict[str, Any], identity: bool) -
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         # By keyword: NumPy's positional order has ``out`` where ours has ``keepdims``.
-        return fn(**signature.bind(*args, **kwargs).arguments)
+        return fn(**without_defaults(signature.bind(*args, **kwargs).arguments, defaults))
 
     impl.__signature__ = signature  # type: ignore[attr-defined]
     impl.__name__ = name

@@ -338,6 +338,21 @@ def as_array(value: Any, dtype: Any = None, like: Any = None) -> Any:
     return array_module(value if like is None else like).asarray(value, dtype=dtype)
 
 
+def without_defaults(keywords: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``keywords`` less each one equal to its default in ``defaults`` (None, a
+    bool, a number or a string of the same type): the call a user would write.
+
+    An op's reference passes NumPy's keywords; left at their defaults they are
+    dropped, so that CuPy, whose functions lack some of NumPy's newer keywords
+    (``take``'s ``mode``, ``sort``'s ``stable``, ``count_nonzero``'s
+    ``keepdims``), takes every call it takes eagerly."""
+    def is_default(name: str, value: Any) -> bool:
+        default = defaults.get(name, inspect.Parameter.empty)
+        return value is default or (type(value) is type(default) and isinstance(value, (bool, int, float, str))
+                                    and value == default)
+    return {k: v for k, v in keywords.items() if not is_default(k, v)}
+
+
 def key_in(xp: Any, key: Any) -> Any:
     """A canonical index key for an array of module ``xp``: its constant index
     arrays (nested tuples, which NumPy reads as arrays) as arrays of ``xp``, so

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import array_module, normalize_axis, simple_op
+from .registry import array_module, normalize_axis, simple_op, without_defaults
 
 
 def _sort_canon(args: dict[str, Any]) -> dict[str, Any]:
@@ -29,11 +29,14 @@ def _sort_canon(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sort(a, axis=-1, kind=None, stable=None):
-    return np.sort(a, axis=axis, kind=kind, stable=stable)
+    return np.sort(a, axis=axis, **without_defaults({"kind": kind, "stable": stable}, _NO_ORDER))
 
 
 def _argsort(a, axis=-1, kind=None, stable=None):
-    return np.argsort(a, axis=axis, kind=kind, stable=stable)
+    return np.argsort(a, axis=axis, **without_defaults({"kind": kind, "stable": stable}, _NO_ORDER))
+
+
+_NO_ORDER = {"kind": None, "stable": None}
 
 
 simple_op("sort", _sort, "extern", canonicalize=_sort_canon)
