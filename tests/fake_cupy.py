@@ -338,7 +338,10 @@ def _module_attr(names: frozenset, numpy_namespace: Any):
         if name in names and isinstance(value, np.ufunc):
             return ufunc(value)
         if name in names and callable(value) and not isinstance(value, type):
-            return lambda *args, **kwargs: _call(value, args, kwargs)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                _refuse_keywords(name, kwargs, numpy_namespace.__name__)
+                return _call(value, args, kwargs)
+            return call
         if isinstance(value, type) and issubclass(value, np.generic) or name in ("dtype", "finfo", "iinfo"):
             return value  # CuPy's dtypes are NumPy's
         raise AttributeError(f"module 'cupy' has no attribute {name!r}")

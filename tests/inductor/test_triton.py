@@ -435,3 +435,27 @@ def test_tiled_pointwise_matches_numpy(shape: list[int], random, dtype, op: str,
     assert_same(expected, actual, f"\n{g}\n{compiled}")
     kinds = [k.kind for k in compiled.module.kernels.values()]
     assert kinds in (["pointwise"], ["tiled"])
+
+
+def test_on_the_gpu_arrays_made_from_python_values_stay_numpy_arrays():
+    """np.triu_indices(3) beside CuPy arrays is a NumPy array eagerly: on the GPU its
+    nodes are Externs (NumPy, on the host); with like=x they are made where x is."""
+    from minicompile.inductor.codegen.triton.compile import OWN_FORMS, schedule_for_triton
+    from minicompile.inductor.decompositions import before_lowering
+
+    def f(x):
+        rows, cols = np.triu_indices(3, 1)
+        return rows * 2 + cols, x + 1.0, np.arange(3, like=x) * 2
+
+    x = np.ones(3)
+    graph = before_lowering(mc.explain(f)(x).graphs[0], keep=OWN_FORMS)
+    for on_gpu in (False, True):
+        sched = schedule_for_triton(graph, [x], on_gpu)
+        externs = [s.reason for s in sched.steps if not hasattr(s, "ranges")]
+        kernels = [s for s in sched.steps if hasattr(s, "ranges")]
+        constant_externs = [r for r in externs if "Python values only" in r]
+        assert bool(constant_externs) is on_gpu, externs
+        assert len(kernels) >= 2  # x + 1.0 and arange(like=x) * 2 stay kernels
+    assert_same = np.testing.assert_array_equal
+    for got, want in zip(mc.compile(f, backend="triton")(x), f(x)):
+        assert_same(got, want)

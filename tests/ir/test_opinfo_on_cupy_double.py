@@ -63,3 +63,16 @@ def test_the_double_refuses_keywords_cupy_lacks(fake_cupy):
     with pytest.raises(TypeError, match="unexpected keyword argument 'stable'"):
         x.argsort(stable=True)
     assert type(np.allclose(x, x)) is fake_cupy.ndarray  # CuPy's allclose: a 0-d array
+
+
+def test_like_makes_the_array_in_that_arrays_module(fake_cupy):
+    def f(x):
+        return np.zeros(2, like=x), np.arange(3, like=x) + x[:3], np.asarray((1.0, 2.0), like=x)
+
+    graph = mc.explain(f)(np.ones(4)).graphs[0].python_code()
+    assert "np.zeros((2,), like=x)" in graph and "np.asarray((1.0, 2.0), like=x)" in graph
+    for x in (np.ones(4), fake_cupy.module.asarray(np.ones(4))):
+        got, want = mc.compile(f, backend="eager")(x), f(x)
+        assert [type(v) for v in got] == [type(v) for v in want] == [type(x)] * 3
+        assert all((fake_cupy.module.asnumpy(g) == fake_cupy.module.asnumpy(w)).all() for g, w in zip(got, want))
+    assert [type(v) for v in mc.compile(f, backend="cpp")(np.ones(4))] == [np.ndarray] * 3

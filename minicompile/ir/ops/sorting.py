@@ -49,11 +49,14 @@ def _partition_canon(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _partition(a, kth, axis=-1, kind="introselect"):
-    return array_module(a).partition(a, kth, axis=axis, kind=kind)
+    return array_module(a).partition(a, kth, axis=axis, **without_defaults({"kind": kind}, _INTROSELECT))
 
 
 def _argpartition(a, kth, axis=-1, kind="introselect"):
-    return array_module(a).argpartition(a, kth, axis=axis, kind=kind)
+    return array_module(a).argpartition(a, kth, axis=axis, **without_defaults({"kind": kind}, _INTROSELECT))
+
+
+_INTROSELECT = {"kind": "introselect"}
 
 
 simple_op("partition", _partition, "extern", canonicalize=_partition_canon)

@@ -76,10 +76,31 @@ def _stand_in(x: Any) -> Any:
     return np.lib.stride_tricks.as_strided(base, x.shape, x.strides)
 
 
-def schedule_for_triton(graph: ir.Graph, example_inputs: list) -> scheduler.Schedule:
+def schedule_for_triton(graph: ir.Graph, example_inputs: list, on_gpu: bool = False) -> scheduler.Schedule:
     """The scheduler's plan, with every node Triton cannot compute exactly as an Extern
-    (one reduction pass per kernel: rows are fused afterwards, by :mod:`.rows`)."""
-    return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=unsupported_node)
+    (one reduction pass per kernel: rows are fused afterwards, by :mod:`.rows`).
+
+    On the GPU, a node no input reaches (``np.triu_indices(3)``, made from Python
+    values only) is an Extern too: NumPy computes it on the host, as eager NumPy
+    does beside CuPy arrays, so it comes back a NumPy array.  A creation given
+    ``like=`` an input is reached by that input, and made on the device."""
+    host_only = _made_from_constants(graph) if on_gpu else set()
+
+    def cannot_generate(node: L.Pointwise | L.Reduction) -> str | None:
+        if node.name in host_only:
+            return "made from Python values only: a NumPy array on the host, as eagerly"
+        return unsupported_node(node)
+
+    return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=cannot_generate)
+
+
+def _made_from_constants(graph: ir.Graph) -> set[str]:
+    """The names of the call nodes that no placeholder reaches."""
+    reached: set[ir.Node] = set(graph.placeholders)
+    for node in graph.calls:
+        if any(i in reached for i in node.inputs):
+            reached.add(node)
+    return {n.name for n in graph.calls if n not in reached}
 
 
 def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = False) -> TritonCompiledGraph:
@@ -96,7 +117,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     graph = before_lowering(graph, keep=OWN_FORMS)
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
-    sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs])
+    sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs], on_gpu)
     sched = fuse_rows(fuse_matmul_epilogues(sched))
     module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
