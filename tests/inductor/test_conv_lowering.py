@@ -1,9 +1,10 @@
 """Convolutions written the NumPy way (pad, sliding windows, slicing) compiled to kernels.
 
-Each program is captured by dynamo, compiled with the C++ backend and compared
-with eager NumPy; the structural tests assert that the depthwise pattern —
-pad, windows, strided slice, multiply, window sum, bias, clip — is one kernel
-that reads the unpadded input.
+Each program is captured by dynamo, compiled with the C++ backend (and the
+Triton backend, in its interpreter, for the padded ones) and compared with
+eager NumPy; the structural tests assert that the depthwise pattern — pad,
+windows, strided slice, multiply, window sum, bias, clip — is one kernel that
+reads the unpadded input, on both.
 """
 from __future__ import annotations
 
@@ -13,17 +14,27 @@ from hypothesis import given, settings, strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
 import minicompile as mc
-from minicompile.inductor import compile_graph
+from minicompile.inductor import compile_graph as compile_cpp
 
 TOL = {np.dtype(np.float32): dict(rtol=1e-4, atol=1e-4), np.dtype(np.float64): dict(rtol=1e-10, atol=1e-10)}
 
 
-def compiled(fn):
-    """``fn`` compiled with the C++ backend, and the list its CompiledGraphs land in."""
+def compile_triton(graph, example_inputs):
+    pytest.importorskip("triton")
+    from minicompile.inductor.codegen.triton.compile import compile_graph
+
+    return compile_graph(graph, example_inputs)
+
+
+BACKENDS = {"cpp": compile_cpp, "triton": compile_triton}
+
+
+def compiled(fn, backend_name="cpp"):
+    """``fn`` compiled with the C++ (or Triton) backend, and the list its CompiledGraphs land in."""
     graphs = []
 
     def backend(graph, example_inputs):
-        out = compile_graph(graph, example_inputs)
+        out = BACKENDS[backend_name](graph, example_inputs)
         assert out.fallback_reason is None, out.fallback_reason
         graphs.append(out)
         return out
@@ -59,12 +70,13 @@ shapes = st.tuples(st.integers(1, 2), st.integers(1, 9), st.integers(1, 9), st.i
 dtypes = st.sampled_from([np.float32, np.float64])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=12, deadline=None)
 @given(shape=shapes, stride=st.sampled_from([1, 2]), dtype=dtypes, seed=st.integers(0, 99))
-def test_depthwise_matches_numpy(shape, stride, dtype, seed):
+def test_depthwise_matches_numpy(backend, shape, stride, dtype, seed):
     n, h, w, c = shape
     x, wt, b = rng_arrays(seed, dtype, (n, h, w, c), (c, 3, 3), (c,))
-    fn, graphs = compiled(depthwise)
+    fn, graphs = compiled(depthwise, backend)
     expected = depthwise(x, wt, b, stride)
     got = fn(x, wt, b, stride)
     assert graphs, "ran eagerly"
@@ -72,12 +84,13 @@ def test_depthwise_matches_numpy(shape, stride, dtype, seed):
     np.testing.assert_allclose(got, expected, **TOL[np.dtype(dtype)])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=8, deadline=None)
 @given(shape=shapes, stride=st.sampled_from([1, 2]), dtype=dtypes, seed=st.integers(0, 99))
-def test_expansion_epilogue_inlined_under_the_mask_matches_numpy(shape, stride, dtype, seed):
+def test_expansion_epilogue_inlined_under_the_mask_matches_numpy(backend, shape, stride, dtype, seed):
     n, h, w, c = shape
     x, we, be, wt, b = rng_arrays(seed, dtype, (n, h, w, 3), (3, c), (c,), (c, 3, 3), (c,))
-    fn, graphs = compiled(expand_then_depthwise)
+    fn, graphs = compiled(expand_then_depthwise, backend)
     expected = expand_then_depthwise(x, we, be, wt, b, stride)
     np.testing.assert_allclose(fn(x, we, be, wt, b, stride), expected, **TOL[np.dtype(dtype)])
     assert graphs, "ran eagerly"
@@ -93,19 +106,21 @@ def test_full_conv_with_windows_as_extern_input_matches_numpy(shape, stride, see
     assert graphs, "ran eagerly"
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("pad_width, fill", [
     (((1, 2), (0, 3)), 0.0), (1, 2.5), ((2, 0), -1.0), (((0, 0), (1, 1)), 0.0),
 ])
-def test_pad_alone_and_padded_views(pad_width, fill):
+def test_pad_alone_and_padded_views(pad_width, fill, backend):
     x = np.arange(20, dtype=np.float32).reshape(4, 5) - 7
 
     def f(x):
         return np.pad(x, pad_width, constant_values=fill) * 2, np.pad(x[1:, ::2], pad_width) + 1, \
             np.pad(x.T, pad_width, constant_values=fill).sum(axis=0)
 
-    fn, _ = compiled(f)
+    fn, graphs = compiled(f, backend)
     for got, want in zip(fn(x), f(x)):
         np.testing.assert_allclose(got, want)
+    assert "extern" not in str(graphs[0].schedule), graphs[0].schedule  # every pad is inside a kernel
 
 
 def test_getitem_views_and_windows():
@@ -121,15 +136,17 @@ def test_getitem_views_and_windows():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_depthwise_pattern_is_one_kernel_reading_the_unpadded_input():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_depthwise_pattern_is_one_kernel_reading_the_unpadded_input(backend):
     x, wt, b = rng_arrays(0, np.float32, (1, 8, 8, 16), (16, 3, 3), (16,))
-    fn, graphs = compiled(depthwise)
+    fn, graphs = compiled(depthwise, backend)
     np.testing.assert_allclose(fn(x, wt, b, 2), depthwise(x, wt, b, 2), rtol=1e-4, atol=1e-4)
     (cg,) = graphs
     assert len(cg.kernels) == 1, cg.schedule
-    assert not any(line.startswith("extern ") for line in cg.schedule.splitlines()), cg.schedule
-    # No padded buffer exists: the border is a bounds check in the kernel.
-    assert "if (" in cg.kernel_source
+    assert "extern" not in str(cg.schedule), cg.schedule
+    # No padded buffer exists: the border is a bounds check in the kernel (C++'s
+    # ``if``; Triton's loads masked by it and a ``tl.where`` to the fill).
+    assert ("if (" if backend == "cpp" else "tl.where(inside") in cg.kernel_source
 
 
 def test_expansion_bias_and_clip_fuse_into_the_depthwise_kernel():

@@ -55,6 +55,7 @@ import numpy as np
 
 from ....ir.symbolic import free_symbols, is_symbolic, size_hint
 from ... import loop_ir as L
+from ...lowering import MASKED_OPS, masked_parts
 from ...scheduler import Buffer, Kernel
 from ..common import LineWriter
 from .ops import (F32, FLOAT64_OPS, HALF, HALF_OPS, NATURAL, REDUCTION_COMBINE, REDUCTION_FINAL, TRITON_OPS,
@@ -218,6 +219,8 @@ class ValueWriter(LineWriter):
                 expr = f"tl.load({self.pointer(v.buffer)} + {offset} + {self.zero_block})"
         elif isinstance(v, L.Cast):
             expr = self.cast(self.compute(v.value), v.value.dtype, v.dtype)
+        elif v.name in MASKED_OPS:
+            expr = self.masked(v)
         else:
             expr = self.op(v)
         name = self.tmp()
@@ -250,6 +253,30 @@ class ValueWriter(LineWriter):
         if v.dtype not in NATURAL:
             expr = f"({expr}).to({triton_type(v.dtype)})"
         return expr
+
+    def masked(self, v: L.Op) -> str:
+        """``pad_select``: the fill where the guard's index is outside its bounds (a
+        padded border), else the guarded value, whose loads are masked by the same
+        check so that a border lane never reads memory."""
+        guard, value, fill, bounds = masked_parts(v)
+        checks = []
+        for e, n in zip(guard.index, bounds):
+            lo, hi = e.bounds()
+            if lo < 0:
+                checks.append(f"(({render_index(e)}) >= 0)")
+            if is_symbolic(n) or hi >= n:
+                checks.append(f"(({render_index(e)}) < {size_text(n)})")
+        if not checks:
+            return self.value(value)
+        inside = self.tmp("inside")
+        self.line(f"{inside} = {' & '.join(checks)}")
+        outer_mask, outer_memo, outer_forwarded = self.mask, dict(self.memo), dict(self.forwarded)
+        self.mask = f"{outer_mask} & {inside}"
+        try:  # values computed under the narrower mask are not reused outside it
+            guarded = self.value(value)
+        finally:
+            self.mask, self.memo, self.forwarded = outer_mask, outer_memo, outer_forwarded
+        return f"tl.where({inside}, {guarded}, {self.value(fill)})"
 
     @staticmethod
     def cast(text: str, src: np.dtype, dst: np.dtype) -> str:

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ... import loop_ir as L
+from ...lowering import MASKED_OPS
 
 TL_TYPES: dict[np.dtype, str] = {
     np.dtype(np.bool_): "tl.int1",
@@ -212,6 +213,8 @@ def unsupported_node(node: L.Pointwise | L.Reduction) -> str | None:
 def unsupported(value: L.Value) -> str | None:
     """Why ``value`` cannot be generated exactly in Triton, or None if it can."""
     for v in L.walk(value):
+        if isinstance(v, L.Op) and v.name in MASKED_OPS:
+            continue  # a masked select (the kernel writer's own form); its operands are walked
         if isinstance(v, L.Op):
             kind = v.args[-1].dtype.kind
             if v.name == "power" and kind in "iu":
