@@ -459,3 +459,32 @@ def test_on_the_gpu_arrays_made_from_python_values_stay_numpy_arrays():
     assert_same = np.testing.assert_array_equal
     for got, want in zip(mc.compile(f, backend="triton")(x), f(x)):
         assert_same(got, want)
+
+
+@settings(max_examples=10, deadline=None)
+@given(lead=st.lists(st.integers(1, 4), min_size=2, max_size=4), k=st.integers(1, 9), n=st.integers(1, 9),
+       dtype=st.sampled_from([np.float32, np.float16]), epilogue=st.booleans(), transposed=st.booleans(),
+       seed=st.integers(0, 99))
+def test_stacked_matmul_is_one_template_whose_epilogue_unravels_the_row(lead, k, n, dtype, epilogue,
+                                                                        transposed, seed):
+    """``[..., M, K] @ [K, N]`` (a 1x1 convolution) is one template over rows = the
+    leading dimensions together, when they lie in memory as one axis; an operand
+    whose do not (a transpose) stays NumPy's matmul."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(tuple(lead) + (k,)).astype(dtype)
+    if transposed:
+        x = np.swapaxes(x, 0, 1)
+    w, b = rng.standard_normal((k, n)).astype(dtype), rng.standard_normal(n).astype(dtype)
+
+    def f(x, w, b):
+        return np.minimum(np.maximum(x @ w + b, 0), 6) if epilogue else x @ w
+
+    compiled = mc.compile(f, backend="triton")
+    got, want = compiled(x, w, b), f(x, w, b)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 2e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+    steps = [type(s).__name__ for s in compiled.cache[0].compiled.scheduled.steps]
+    # 3-D is the batched template, whatever the strides
+    collapsible = len(lead) == 2 or not transposed or 1 in (x.shape[0], x.shape[1])
+    assert ("MatmulTemplate" in steps) is collapsible, steps

@@ -18,10 +18,15 @@ A batched matmul (``[B, M, K] @ [B, K, N]``, either side possibly 2-D or of
 batch 1 and broadcast as ``np.matmul`` does) is the same loop with the batch
 in the program id: programs ``b * tiles .. (b + 1) * tiles - 1`` compute
 matrix ``b``, and an operand that is broadcast over the batch has batch
-stride 0.
+stride 0.  A stacked matmul (``[..., M, K] @ [K, N]`` of four or more
+dimensions, a 1x1 convolution of ``[N, H, W, C]`` activations) is one 2-D
+product whose rows are ``a``'s leading dimensions taken together (they must
+lie in memory as one axis); the epilogue's loop variables are unravelled
+from the row.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -56,9 +61,12 @@ class MatmulTemplate:
     store_product: bool
     origins: list[str] = field(default_factory=list)
     batch: int | None = None
+    rows: tuple[int, ...] | None = None  # a stacked product: the output's leading dimensions
 
     @property
     def shape(self) -> tuple[int, ...]:
+        if self.rows is not None:
+            return self.rows + (self.n,)
         return (self.m, self.n) if self.batch is None else (self.batch, self.m, self.n)
 
     @property
@@ -68,20 +76,37 @@ class MatmulTemplate:
 
 
 def _template_for(ext: L.Extern, buffers: dict[str, Buffer]) -> tuple[str, str] | None:
-    """(a, b) when ``ext`` is a 2-D or batched 3-D matmul of two same-dtype
-    float16/float32 buffers, each 2-D or 3-D."""
-    if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) not in (2, 3):
+    """(a, b) when ``ext`` is a 2-D, batched 3-D or stacked matmul (see the module
+    docstring) of two same-dtype float16/float32 buffers."""
+    if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) < 2:
         return None
     refs = ext.args
     if not all(isinstance(r, L.BufferRef) and r.name in buffers for r in refs):
         return None  # a view operand: NumPy hands it to BLAS, we keep the Extern
     a, b = (buffers[r.name] for r in refs)
-    if len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3) or a.dtype != b.dtype \
-            or a.dtype not in MATMUL_DTYPES:
+    if len(ext.shape) > 3 and not (len(b.shape) == 2 and _row_stride(a) is not None):
+        return None
+    if len(ext.shape) <= 3 and (len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3)):
+        return None
+    if a.dtype != b.dtype or a.dtype not in MATMUL_DTYPES:
         return None
     if ext.dtype != a.dtype or 0 in a.shape or 0 in b.shape:
         return None
     return refs[0].name, refs[1].name
+
+
+def _row_stride(a: Buffer) -> int | None:
+    """The stride of one row when ``a``'s leading dimensions (all but the last)
+    lie in memory as one axis of rows, else None (or for symbolic sizes)."""
+    lead = [(d, s) for d, s in zip(a.shape[:-1], a.strides[:-1]) if d != 1]
+    if is_symbolic(a.shape) or is_symbolic(a.strides):
+        return None
+    if not lead:
+        return 0
+    for (_, outer), (d, inner) in zip(lead, lead[1:]):
+        if outer != inner * d:
+            return None
+    return lead[-1][1]
 
 
 def _reads(step) -> set[str]:
@@ -124,9 +149,12 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
                   or any(step.name in _reads(s) for s in later))
         (m, n), k = step.shape[-2:], schedule.buffers[operands[0]].shape[-1]
         batch = step.shape[0] if len(step.shape) == 3 else None
+        rows = tuple(step.shape[:-1]) if len(step.shape) > 3 else None
+        if rows is not None:
+            m = math.prod(rows)
         origins = [step.name] + (list(epilogue.origins) if epilogue else [])
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
-                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch))
+                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch, rows))
         i += 2 if epilogue else 1
     buffers = dict(schedule.buffers)
     for s in out:
@@ -166,7 +194,8 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line("for k in range(0, K, BLOCK_K):")
     w.depth += 1
     st = tg.size_text
-    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {st(a.strides[-2])} + (k + rk)[None, :] * {st(a.strides[-1])}"
+    row_stride = a.strides[-2] if t.rows is None else _row_stride(a)
+    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {st(row_stride)} + (k + rk)[None, :] * {st(a.strides[-1])}"
     b_ptr = f"in_{t.b} + {_batch_offset(b)}(k + rk)[:, None] * {st(b.strides[-2])} + rbn[None, :] * {st(b.strides[-1])}"
     if not is_symbolic(t.k) and t.k % 64 == 0:
         # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
@@ -181,10 +210,18 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, x1, x2)
     # = (matrix, row, column), the matrix index spread over the whole tile.
     row, col = ("x0", "x1") if t.batch is None else ("x1", "x2")
+    if t.rows is not None:
+        row, col = "row", f"x{len(t.rows)}"
     w.line(f"{row} = rm[:, None]")
     w.line(f"{col} = rn[None, :]")
     w.line(f"xmask = ({row} < M) & ({col} < N)")
     w.zero_block, w.block_vars = f"0 * ({row} + {col})", {row, col}
+    if t.rows is not None:  # the stacked output's leading loop variables, from the row
+        for i, d in enumerate(t.rows):
+            inner = math.prod(t.rows[i + 1:])
+            text = f"({row} // {inner})" if inner != 1 else row
+            w.line(f"x{i} = {text} % {d}" if i else f"x{i} = {text}")
+        w.block_vars = {f"x{i}" for i in range(len(t.rows) + 1)}
     if t.batch is not None:
         w.line(f"x0 = batch + {w.zero_block}")
     product = "product"
