@@ -55,7 +55,7 @@ import numpy as np
 
 from ....ir.symbolic import free_symbols, is_symbolic, size_hint
 from ... import loop_ir as L
-from ...lowering import MASKED_OPS, masked_parts
+from ...lowering import MASKED_OPS, data_loads, masked_parts
 from ...scheduler import Buffer, Kernel
 from ..common import LineWriter
 from .ops import (F32, FLOAT64_OPS, HALF, HALF_OPS, NATURAL, REDUCTION_COMBINE, REDUCTION_FINAL, TRITON_OPS,
@@ -405,7 +405,7 @@ def tile_axes(kernel: Kernel, buffers: dict[str, Buffer]) -> tuple[int, int] | N
     x = dims[-1]
     votes: dict[int, int] = {}
     for store in kernel.pointwise:
-        for load in L.loads(store.body):
+        for load in data_loads(store.body):  # a pad's guard is only checked, never read
             flat = L.linearize(load.index, buffers[load.buffer].strides)
             # A symbolic stride is a Scaled variable (``x1*(s0)``): its coefficient is the product.
             terms = [(a.atom, c * a.factor) if isinstance(a, L.Scaled) else (a, c) for a, c in flat.terms]

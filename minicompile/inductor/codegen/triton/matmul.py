@@ -33,6 +33,7 @@ import numpy as np
 
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
+from ...lowering import data_loads
 from . import kernel as tg
 from .ops import triton_type
 from ...scheduler import Buffer, Kernel, Schedule
@@ -111,7 +112,7 @@ def _row_stride(a: Buffer) -> int | None:
 
 def _reads(step) -> set[str]:
     if isinstance(step, Kernel):
-        return {ld.buffer for s in step.stores for ld in L.loads(s.body)}
+        return {ld.buffer for s in step.stores for ld in data_loads(s.body)}
     if isinstance(step, L.Extern):
         return set(step.inputs)
     if isinstance(step, MatmulTemplate):

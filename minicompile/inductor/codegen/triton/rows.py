@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
+from ...lowering import data_loads
 from . import kernel as tg, ops
 from ...scheduler import Buffer, Kernel, Schedule
 
@@ -128,7 +129,7 @@ def _grow(steps: list, start: int) -> list[Kernel]:
     for step in steps[start:]:
         if not isinstance(step, Kernel) or _shape(step) != (rows, cols):
             break
-        loads = [ld for body in _bodies(step) for ld in L.loads(body)]
+        loads = [ld for body in _bodies(step) for ld in data_loads(body)]
         if any(ld.buffer in held and ld.index != held[ld.buffer] for ld in loads):
             break  # reads another row or column of a value in registers
         group.append(step)
