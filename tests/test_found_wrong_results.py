@@ -131,3 +131,28 @@ def test_mod_has_its_gradient(backend):
 def test_argmax_of_a_0d_array_is_0(backend):
     result = mc.compile(lambda x: np.argmax(x, axis=-1), backend=backend)(np.array(1.5, np.float32))
     assert type(result) is np.int64 and result == 0
+
+
+def write_a_mean_into_ints(x, y):
+    x[..., :1] = y.mean()
+    return x.T + 1
+
+
+@pytest.mark.parametrize("values, error", [([np.nan, 1.0], ValueError), ([np.inf, 1.0], OverflowError),
+                                           ([2.0, 1.0], None)])
+def test_a_computed_nan_written_into_ints_raises_as_numpys_scalar_does(backend, values, error):
+    """``y.mean()`` is a NumPy scalar eagerly, and NumPy converts a scalar written
+    into an integer array strictly: NaN and inf raise.  A compiled graph held the
+    mean as a 0-d array, which NumPy casts silently (to -2**63): a wrong value."""
+    y = np.array(values)
+    expected_x, x = np.zeros((2, 4), np.int64), np.zeros((2, 4), np.int64)
+    if error is not None:
+        with pytest.raises(error):
+            write_a_mean_into_ints(expected_x, y)
+        with warnings.catch_warnings(), pytest.raises(error):
+            warnings.simplefilter("ignore")  # the compiled call's fallback to Python says so
+            mc.compile(write_a_mean_into_ints, backend=backend)(x, y)
+    else:
+        expected = write_a_mean_into_ints(expected_x, y)
+        np.testing.assert_array_equal(mc.compile(write_a_mean_into_ints, backend=backend)(x, y), expected)
+    np.testing.assert_array_equal(x, expected_x)

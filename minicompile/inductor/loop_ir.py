@@ -735,9 +735,12 @@ class Reduction:
 
 @dataclass(frozen=True)
 class BufferRef:
-    """An Extern argument that is an array computed by the graph."""
+    """An Extern argument that is an array computed by the graph; ``scalar``: eager
+    NumPy had a NumPy scalar there (a reduction's 0-d result), which some calls
+    treat apart from a 0-d array (``x[k] = nan`` raises for an integer ``x``)."""
 
     name: str
+    scalar: bool = False
 
     def __str__(self) -> str:
         return self.name

@@ -219,10 +219,16 @@ def lower_broadcast_to(node: ir.Node) -> L.Pointwise:
 
 def _refs(value: Any) -> Any:
     if isinstance(value, ir.Node):
-        return L.BufferRef(value.name)
+        return L.BufferRef(value.name, eager_scalar(value))
     if isinstance(value, (tuple, list)):
         return type(value)(_refs(v) for v in value)
     return value
+
+
+def eager_scalar(node: ir.Node) -> bool:
+    """Whether eager NumPy computes ``node`` as a NumPy scalar, not a 0-d array: a
+    0-d result of a ufunc or of an op that returns scalars (reductions, ``take``)."""
+    return node.kind == "call" and node.shape == () and (node.op.scalar_result or node.op.ufunc is not None)
 
 
 def lower_extern(node: ir.Node, reason: str = "library call") -> L.Extern:

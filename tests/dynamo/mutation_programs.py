@@ -456,6 +456,11 @@ def draw_operand(draw, state: State, shape: tuple[int, ...], kind: str) -> str:
     array (a name, a view, an expression) that broadcasts to ``shape``."""
     choice = draw(st.integers(0, 9))
     if choice < 4:
+        floats = [p for p, a in state.arrays() if a.dtype.kind == "f" and a.size][:1]
+        if kind in "iub" and floats and draw(st.integers(0, 12)) == 0:
+            # A NaN or inf computed in the graph: a NumPy scalar eagerly, which NumPy
+            # refuses to store into an integer array (a 0-d array it would cast silently).
+            return f"({floats[0]}.sum() * 0 + {draw(st.sampled_from(['np.nan', 'np.inf', '2.5']))})"
         if draw(st.integers(0, 25)) == 0:
             return draw(st.sampled_from(ODD_SCALARS))
         scalars = SCALARS.get(kind, SCALARS["i"]) + state.scalars()

@@ -71,7 +71,7 @@ def extern_call(ext: L.Extern, array: Callable[[str], str]) -> str:
     """``_op_<name>(args)``: an Extern's NumPy call, buffers named by ``array``."""
     def arg(a: Any) -> str:
         if isinstance(a, L.BufferRef):
-            return array(a.name)
+            return f"{array(a.name)}[()]" if a.scalar else array(a.name)  # a NumPy scalar, as eagerly
         if isinstance(a, list):  # a list stays a list: np.add.at(x, [0, 0], 1) is not x[0, 0]
             return "[" + ", ".join(arg(v) for v in a) + "]"
         if isinstance(a, tuple):

@@ -67,6 +67,7 @@ from ....spyre.report import CoreCycles, Report
 from ....spyre.simulator import simulate
 from ... import decompositions, loop_ir as L, scheduler
 from ... import loops as loop_nodes
+from ...lowering import eager_scalar
 from ...scheduler import Kernel, Schedule
 from .copy import plan_concatenate
 from .loops import DeviceStep, plan_loops
@@ -289,8 +290,13 @@ class SpyreCompiled:
         """A buffer's value; a node no step stored is computed from its inputs with NumPy."""
         if name not in env:
             node = self._nodes[name]
-            env[name] = node.op.impl(*_map(node.args, lambda n: self._value(n.name, env)))
+            env[name] = node.op.impl(*_map(node.args, lambda n: self._argument(n, env)))
         return env[name]
+
+    def _argument(self, node: ir.Node, env: dict[str, Any]) -> Any:
+        """A node's value as a host call takes it: a NumPy scalar where eager had one."""
+        value = self._value(node.name, env)
+        return value[()] if eager_scalar(node) and isinstance(value, np.ndarray) else value
 
     def __str__(self) -> str:
         parts = ["# ---- graph ----", self.graph.python_code(), "# ---- schedule ----",
