@@ -276,6 +276,18 @@ def _explained(fn: Callable, args: tuple, kwargs: dict) -> str:
     return "\n".join("  " + line for line in str(out).splitlines())
 
 
+def _table_for_inputs(args: Any) -> dict:
+    """:data:`TOLERANCE`, loosened to the least precise floating input: a float64
+    result computed from float32 arrays carries float32's rounding."""
+    found: dict[int, np.ndarray] = {}
+    _arrays_in(args, found, set())
+    weakest = [tolerance(a.dtype) for a in found.values() if a.dtype.kind in "fc"]
+    if not weakest:
+        return TOLERANCE
+    floor = max(weakest)
+    return {dtype: max(tol, floor) for dtype, tol in TOLERANCE.items()}
+
+
 def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) -> Any:
     """Compile ``fn`` with ``backend``, call it and ``fn`` itself on copies of the
     arguments, and raise ``AssertionError`` unless the results and the arguments
@@ -284,9 +296,11 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     ``backend``: a name (``"eager"``, ``"cpp"``, ...) or a callable backend;
     ``None`` means ``DEFAULTS["backend"]`` (``"auto"``).  When ``fn`` raises,
     the compiled function must raise the same exception type (and leave the
-    arguments as ``fn`` left them).  Tolerances: :data:`TOLERANCE`.
+    arguments as ``fn`` left them).  Tolerances: :data:`TOLERANCE` for each
+    value's dtype, or the least precise floating argument's when that is looser.
     """
     backend = DEFAULTS["backend"] if backend is None else backend
+    table = _table_for_inputs((args, kwargs))
     original = fn.original if isinstance(fn, OptimizedFunction) else fn
     eager_args, eager_kwargs = copy_args((args, kwargs))
     compiled_args, compiled_kwargs = copy_args((args, kwargs))
@@ -299,11 +313,11 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
         said = lambda e: "nothing" if e is None else f"{type(e).__name__}: {e}"  # noqa: E731
         found.append(f"raised: compiled raised {said(compiled_error)}; NumPy raised {said(eager_error)}")
     elif eager_error is None:
-        _compare(actual, expected, "result", (None, None, None), found)
+        _compare(actual, expected, "result", (None, None, table), found)
     for label, i, k in _argument_names(original, args, kwargs):
         a = compiled_args[i] if k is None else compiled_kwargs[k]
         e = eager_args[i] if k is None else eager_kwargs[k]
-        _compare(a, e, f"{label} (after the call)", (None, None, None), found)
+        _compare(a, e, f"{label} (after the call)", (None, None, table), found)
     if not found:
         return actual
     name = getattr(original, "__qualname__", repr(original))

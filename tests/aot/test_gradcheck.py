@@ -20,12 +20,11 @@ every case every way.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
-import minicompile as mc
 from minicompile.aot import DERIVATIVES
 from minicompile.ir import OPS
 from minicompile.testing import check_gradients
