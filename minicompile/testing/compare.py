@@ -43,8 +43,9 @@ TOLERANCE: dict[np.dtype, tuple[float, float]] = {
     np.dtype(np.longdouble): (1e-9, 1e-10),
 }
 
-# What ``backend=None`` means; the pytest plugin's --minicompile-backend sets it.
-DEFAULTS = {"backend": "auto"}
+# What ``backend=None`` (assert_same) and ``backends=None`` (check) mean; the
+# pytest plugin's --minicompile-backend=NAME sets both to NAME.
+DEFAULTS: dict[str, Any] = {"backend": "auto", "backends": ("eager", "cpp")}
 
 
 def tolerance(dtype: np.dtype, table: dict | None = None) -> tuple[float, float] | None:

@@ -25,7 +25,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .compare import assert_same, backend_name
+from .compare import DEFAULTS, assert_same, backend_name
 
 LAYOUTS = ("C", "F", "strided", "reversed", "broadcast")
 DTYPES = (np.float64, np.float32, np.int64, np.int32, np.bool_)
@@ -135,13 +135,17 @@ def reproducer(fn: Callable, args: Sequence[Any], backend: Any) -> str:
     return "\n".join(lines)
 
 
-def check(fn: Callable, *strategies: st.SearchStrategy, backends: Sequence[Any] = ("eager", "cpp"),
+def check(fn: Callable, *strategies: st.SearchStrategy, backends: Sequence[Any] | None = None,
           max_examples: int = 50, seed: int | None = None) -> None:
     """Draw arguments from ``strategies`` (one per positional argument) and
-    :func:`~minicompile.testing.assert_same` ``fn`` on each backend.  A failure
+    :func:`~minicompile.testing.assert_same` ``fn`` on each backend (``None``:
+    ``DEFAULTS["backends"]``, eager and cpp unless pytest's
+    ``--minicompile-backend`` says otherwise).  A failure
     raises ``AssertionError`` with the difference and a reproducer of the smallest
     failing example.  ``seed`` fixes the examples drawn (the same failure on
     every run)."""
+
+    backends = DEFAULTS["backends"] if backends is None else backends
 
     @settings(max_examples=max_examples, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
