@@ -25,6 +25,7 @@ import copy
 import ctypes
 import dataclasses
 import inspect
+import types
 import warnings
 from typing import Any, Callable
 
@@ -108,9 +109,13 @@ def _compare(actual: Any, expected: Any, where: str, tol: tuple, out: list[str])
         _compare_arrays(np.float64(actual), np.float64(expected), where, tol, out)
     elif isinstance(expected, complex):
         _compare_arrays(np.complex128(actual), np.complex128(expected), where, tol, out)
+    elif isinstance(expected, types.GeneratorType):  # a generator stays one: its items compared
+        _compare(list(actual), list(expected), f"{where} (its items)", tol, out)
     elif dataclasses.is_dataclass(expected) or (hasattr(expected, "__dict__") and not callable(expected)
                                                 and type(expected).__eq__ is object.__eq__):
         _compare(vars(actual), vars(expected), f"{where}.__dict__", tol, out)
+    elif type(expected).__eq__ is object.__eq__:
+        return  # a function, a sentinel: nothing to compare but the type
     elif actual != expected:
         out.append(f"{where}: compiled gives {actual!r}, NumPy {expected!r}")
 
@@ -272,7 +277,9 @@ def backend_name(backend: Any) -> str:
 
 def _explained(fn: Callable, args: tuple, kwargs: dict) -> str:
     try:
-        out = mc.explain(fn)(*copy_args(args), **copy_args(kwargs))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = mc.explain(fn)(*copy_args(args), **copy_args(kwargs))
     except Exception as error:  # noqa: BLE001  (the report must still be made)
         return f"  (mc.explain raised {type(error).__name__}: {error})"
     return "\n".join("  " + line for line in str(out).splitlines())
@@ -290,10 +297,33 @@ def _table_for_inputs(args: Any) -> dict:
     return {dtype: max(tol, floor) for dtype, tol in TOLERANCE.items()}
 
 
+def _arrays_with_paths(value: Any, where: str) -> list[tuple[str, np.ndarray]]:
+    if isinstance(value, np.ndarray):
+        return [(where, value)]
+    if isinstance(value, (tuple, list)):
+        return [p for i, v in enumerate(value) for p in _arrays_with_paths(v, f"{where}[{i}]")]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _arrays_with_paths(v, f"{where}[{k!r}]")]
+    return []
+
+
+def _aliasing(actual: Any, expected: Any, compiled_args: list, eager_args: list, out: list[str]) -> None:
+    """A result array that is, or views, an argument in NumPy must be so compiled too
+    (a later write through it reaches the argument), and the other way round."""
+    for (where, a), (_, e) in zip(_arrays_with_paths(actual, "result"), _arrays_with_paths(expected, "result")):
+        for (label, ca), (_, ea) in zip(compiled_args, eager_args):
+            if (a is ca) != (e is ea):
+                out.append(f"{where}: is {label}: compiled {a is ca}, NumPy {e is ea}")
+            elif np.shares_memory(a, ca) != np.shares_memory(e, ea):
+                out.append(f"{where}: shares memory with {label}: compiled {np.shares_memory(a, ca)}, "
+                           f"NumPy {np.shares_memory(e, ea)}")
+
+
 def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) -> Any:
     """Compile ``fn`` with ``backend``, call it and ``fn`` itself on copies of the
     arguments, and raise ``AssertionError`` unless the results and the arguments
-    afterwards agree (see the module docstring); return the compiled result.
+    afterwards agree (see the module docstring), and a result array is (or
+    views) an argument exactly where NumPy's is; return the compiled result.
 
     ``backend``: a name (``"eager"``, ``"cpp"``, ...) or a callable backend;
     ``None`` means ``DEFAULTS["backend"]`` (``"auto"``).  When ``fn`` raises,
@@ -318,10 +348,15 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
         found.append(f"raised: compiled raised {said(compiled_error)}; NumPy raised {said(eager_error)}")
     elif eager_error is None:
         _compare(actual, expected, "result", (None, None, table), found)
+    compared: list[tuple[list, list]] = [[], []]
     for label, i, k in _argument_names(original, args, kwargs):
         a = compiled_args[i] if k is None else compiled_kwargs[k]
         e = eager_args[i] if k is None else eager_kwargs[k]
         _compare(a, e, f"{label} (after the call)", (None, None, table), found)
+        compared[0] += _arrays_with_paths(a, label)
+        compared[1] += _arrays_with_paths(e, label)
+    if eager_error is None and compiled_error is None and not found:
+        _aliasing(actual, expected, *compared, found)
     if not found:
         return actual
     name = getattr(original, "__qualname__", repr(original))
