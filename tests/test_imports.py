@@ -15,7 +15,10 @@ there is one, else on ``package`` itself.  The rules (DESIGN.md, "Layout"):
 * ``spyre`` (the simulated card) imports nothing of the compiler (``inductor``, ``ir``);
 * a backend package (``inductor/codegen/cpp``, ``triton``, ``spyre``) imports no
   other backend, and a shared stage of the inductor imports no backend
-  (``inductor/__init__.py`` re-exports the C++ backend's entry point).
+  (``inductor/__init__.py`` re-exports the C++ backend's entry point);
+* ``testing`` (checks for users) reads the public API (``minicompile``,
+  ``api``), ``ir`` and the names ``dynamo``'s package exports, and nothing of
+  the compiler imports it.
 
 A failure names each offending import as ``file:line``.
 """
@@ -114,6 +117,11 @@ def _forbidden(source: str, target: str) -> str | None:
         for other in ("inductor", "ir"):
             if _in(target, stage(other)):
                 return f"the simulated card imports nothing of the compiler ({other})"
+    if _in(target, stage("testing")) and not _in(source, stage("testing")):
+        return "nothing in the compiler imports minicompile.testing"
+    if _in(source, stage("testing")) and not (_in(target, stage("testing")) or _in(target, stage("ir"))
+                                              or target in ("minicompile", stage("api"), stage("dynamo"))):
+        return "minicompile.testing uses the public API, ir and the names of dynamo's package"
     src, dst = _backend(source), _backend(target)
     if dst is not None and src is not None and src != dst:
         return f"the {src} backend imports the {dst} backend"

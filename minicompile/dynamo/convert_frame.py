@@ -13,10 +13,11 @@ eagerly, and is guarded the same way, so the same inputs do not trace again.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import warnings
 
@@ -56,6 +57,9 @@ class Capture:
     # Set when the break resumes: the transformed function that replaces the frame.
     break_plan: BreakPlan | None = None
     not_resumable: str | None = None  # why a break had to run the whole frame eagerly
+    name: str = ""  # the qualified name of the function captured
+    # Set when the function already had cache entries: the guard that failed (a recompile).
+    recompile_reason: str | None = None
 
 
 @dataclass
@@ -315,12 +319,14 @@ def _extractor(exprs: list[str], builtins_dict: dict, closure: tuple | None) -> 
 def compile_entry(
     fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool,
     wrap_function: Callable[[types.FunctionType], Any] | None = None, is_resume: bool = False,
-    dynamic: DynamicPolicy | None = None,
+    dynamic: DynamicPolicy | None = None, recompile_reason: str | None = None,
 ) -> CacheEntry:
     """Capture ``fn`` for this frame and compile the graph with ``backend``.
 
     ``wrap_function`` compiles the functions a graph break hands work to
     (resume functions, a callee that broke); without it a break runs eagerly.
+    ``recompile_reason`` (the guard that failed) is set when ``fn`` already
+    had cache entries; the capture carries it to the recorders.
     """
     cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume,
                   dynamic=dynamic)
@@ -328,7 +334,10 @@ def compile_entry(
     cap.guards.rename(getattr(fn, "stack_names", {}))  # a resume function's stack, in the user's words
     guard = cap.guards.compile(fb, fn.__closure__)
     logs.log("guards", lambda: f"{fn.__qualname__}:\n{guard.source}")
-    RECORDERS and RECORDERS[-1].append(cap)
+    cap.name = fn.__qualname__
+    cap.recompile_reason = recompile_reason
+    for recorder in RECORDERS:
+        recorder.append(cap)
 
     if cap.break_reason is not None and cap.break_plan is None:
         logs.log("graph_breaks", lambda: f"{fn.__qualname__}: {cap.break_reason}; running the "
@@ -353,7 +362,8 @@ def compile_entry(
         if cap.graph.is_dynamic and any(isinstance(x, Tensor) for x in example_inputs):
             # The joint forward/backward graph is built for static sizes only.
             logs.log("recompiles", lambda: f"{fn.__qualname__}: mc.Tensor inputs, static capture")
-            return compile_entry(fn, L, backend, fullgraph, wrap_function, is_resume, dynamic=None)
+            return compile_entry(fn, L, backend, fullgraph, wrap_function, is_resume, dynamic=None,
+                                 recompile_reason=recompile_reason)
         try:
             if any(isinstance(x, Tensor) for x in example_inputs):
                 # Tensors in: compile forward and backward (AOTAutograd), record on the tape
@@ -433,5 +443,18 @@ def _transformed_function(fn: types.FunctionType, plan: BreakPlan, compiled: Any
     return transformed
 
 
-# explain() pushes a list here; every capture made while it runs is appended.
+# recording() pushes a list here; every capture made while it is open is appended
+# to every open list (explain() and minicompile.testing's counters use it).
 RECORDERS: list[list[Capture]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Capture]]:
+    """Collect every capture (one per cache entry compiled, recompiles and resume
+    functions included) made while the block runs, in order."""
+    captures: list[Capture] = []
+    RECORDERS.append(captures)
+    try:
+        yield captures
+    finally:
+        RECORDERS.remove(captures)

@@ -185,12 +185,14 @@ class OptimizedFunction:
                     stacklevel=4,
                 )
             return None
+        reason = None
         if self.cache:
-            logs.log("recompiles", lambda: f"Recompiling {name}: {self.why_miss(L, G)}")
+            reason = self.why_miss(L, G)
+            logs.log("recompiles", lambda: f"Recompiling {name}: {reason}")
             self._mark_dynamic(L, G)
         start = time.perf_counter()
         entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
-                              is_resume=self.is_resume, dynamic=self.dynamic)
+                              is_resume=self.is_resume, dynamic=self.dynamic, recompile_reason=reason)
         self.compile_seconds += time.perf_counter() - start
         self.cache.append(entry)  # one append: a lock-free reader sees the entry or not, never half
         return entry

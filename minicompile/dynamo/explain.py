@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .. import ir
 from .callables import resolve
-from .convert_frame import RECORDERS, Capture
+from .convert_frame import recording
 from .eval_frame import OptimizedFunction, python_only_kind, python_only_reason
 from .exc import BreakReason
 from .guards import Guard
@@ -67,13 +67,9 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
         if kind is not None:  # calling it would only make a generator or coroutine
             reason = python_only_reason(target, kind)
             return ExplainOutput(graph_break_count=1, break_reasons=[reason], python_only=kind)
-        captures: list[Capture] = []
-        RECORDERS.append(captures)
-        try:
+        with recording() as captures:
             dynamic = fn.dynamic.mode if isinstance(fn, OptimizedFunction) else None
             OptimizedFunction(original, lambda graph, example_inputs: graph, False, "eager", dynamic)(*args, **kwargs)
-        finally:
-            RECORDERS.pop()
         out = ExplainOutput()
         for cap in captures:
             out.guards.extend(cap.guards.guards)

@@ -20,14 +20,14 @@ every case every way.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import pytest
 
-import minicompile as mc
 from minicompile.aot import DERIVATIVES
 from minicompile.ir import OPS
+from minicompile.testing import check_gradients
 
 FULL = os.environ.get("MINICOMPILE_GRADCHECK") == "full"
 swv = np.lib.stride_tricks.sliding_window_view
@@ -279,71 +279,16 @@ def _put_along(a, b):
 # conversion): checked where they are used, listed so the coverage test knows.
 REACHED_INDIRECTLY = {"check", "as_strided_scatter", "full_like", "zeros_like", "ones_like", "empty_like"}
 
-# -- the check --------------------------------------------------------------------------------------------
-
-_WEIGHTS: dict[tuple, np.ndarray] = {}
-
-
-def _loss(fn: Callable) -> Callable:
-    def loss(*args):
-        out = fn(*args)
-        shape = np.shape(out)
-        if shape not in _WEIGHTS:
-            _WEIGHTS[shape] = np.random.default_rng(len(shape) * 7 + int(np.prod(shape))).standard_normal(shape)
-        return np.sum(out * _WEIGHTS[shape])
-    return loss
-
-
-def _directional(loss: Callable, args: list, direction: list, eps: float = 1e-6) -> float:
-    plus = loss(*[a + eps * d for a, d in zip(args, direction)])
-    minus = loss(*[a - eps * d for a, d in zip(args, direction)])
-    return float((plus - minus) / (2 * eps))
-
-
-def _directions(args: list, seed: int) -> list:
-    rng = np.random.default_rng(seed)
-    return [np.where(np.isnan(a), 0.0, rng.standard_normal(np.shape(a))) for a in args]
-
-
-def _dot(grads: Any, direction: list) -> float:
-    return float(sum(np.nansum(np.where(np.isnan(d), 0.0, np.asarray(g) * d)) for g, d in zip(grads, direction)))
+# -- the check (minicompile.testing.check_gradients) ------------------------------------------------
 
 
 def check_first_order(fn: Callable, args: list, backend: str | None) -> None:
-    loss = _loss(fn)
-    with np.errstate(all="ignore"):
-        loss(*args)  # fixes the weights for this output shape
-        target = loss if backend is None else mc.compile(loss, backend=backend)
-        argnums = tuple(range(len(args)))
-        grads = mc.grad(target, argnums=argnums)(*args)
-        for g, a in zip(grads, args):
-            assert np.shape(g) == np.shape(a) and g.dtype == a.dtype
-            assert not np.any(np.isnan(g)), "a NaN gradient"
-        for seed in range(2):
-            d = _directions(args, seed)
-            assert np.isclose(_dot(grads, d), _directional(loss, args, d), rtol=1e-5, atol=1e-6)
+    check_gradients(fn, *args, backend=backend)
 
 
 def check_second_order(fn: Callable, args: list, backend: str | None) -> None:
     """A Hessian-vector product H v (mc.grad of <mc.grad(f), v>) against differences of gradients."""
-    loss = _loss(fn)
-    with np.errstate(all="ignore"):
-        loss(*args)
-        target = loss if backend is None else mc.compile(loss, backend=backend)
-        argnums = tuple(range(len(args)))
-        v = _directions(args, 5)
-        first = mc.grad(target, argnums=argnums)
-
-        def along_v(*xs):
-            return sum(np.sum(g * vi) for g, vi in zip(first(*xs), v))
-
-        hv = mc.grad(along_v, argnums=argnums)(*args)
-        u = _directions(args, 6)
-        eps = 1e-5
-        plus = mc.grad(loss, argnums=argnums)(*[a + eps * ui for a, ui in zip(args, u)])
-        minus = mc.grad(loss, argnums=argnums)(*[a - eps * ui for a, ui in zip(args, u)])
-        numeric = _dot([(p - m) / (2 * eps) for p, m in zip(plus, minus)], v)
-        assert np.isclose(_dot(hv, u), numeric, rtol=1e-4, atol=1e-5)
+    check_gradients(fn, *args, order=2, backend=backend, n_directions=0)
 
 
 NAMES = sorted(CASES)
