@@ -19,7 +19,9 @@ def test_probe():
 def run_pytest(tmp_path, *options):
     (tmp_path / "test_probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "minicompile.testing.pytest_plugin",
+    # The plugin by its module, and not again by the entry point an install registers.
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:minicompile",
+                           "-p", "minicompile.testing.pytest_plugin",
                            "-p", "no:cacheprovider", "-s", "-o", "addopts=", *options, "test_probe.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
