@@ -21,7 +21,7 @@ def run_pytest(tmp_path, *options):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     # The plugin by its module, and not again by the entry point an install registers.
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:minicompile",
-                           "-p", "minicompile.testing.pytest_plugin",
+                           "-p", "minicompile_pytest",
                            "-p", "no:cacheprovider", "-s", "-o", "addopts=", *options, "test_probe.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
@@ -40,3 +40,11 @@ def test_without_the_option_the_defaults_stay(tmp_path):
 def test_an_unknown_backend_is_a_usage_error(tmp_path):
     out = run_pytest(tmp_path, "--minicompile-backend=nope")
     assert out.returncode != 0 and "unknown backend" in out.stderr
+
+
+def test_loading_the_plugin_imports_nothing_of_minicompile(tmp_path):
+    """Installed plugins load before any conftest.py, which may still be setting the
+    environment minicompile reads when it is first imported."""
+    (tmp_path / "conftest.py").write_text("import sys\nassert 'minicompile' not in sys.modules, 'imported early'\n")
+    out = run_pytest(tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -1,14 +1,16 @@
 """The pytest plugin: ``--minicompile-backend=NAME`` picks the backend of minicompile.testing's checks.
 
 In:  pytest's command line (the plugin is registered through the ``pytest11``
-     entry point when minicompile is installed, or with ``-p minicompile.testing.pytest_plugin``).
+     entry point when minicompile is installed, or with ``-p minicompile_pytest``).
 Out: with ``--minicompile-backend=cpp``, ``assert_same(fn, *args)`` with no
      backend compiles with ``cpp``, and ``check(...)`` with no ``backends``
      runs on ``cpp`` alone; without the option nothing changes.
 
-minicompile is imported only when the option is given: its settings are read
-from the environment when it is first imported, which a project's conftest.py
-may still be setting up when plugins load.
+It is a module of its own, beside the package: pytest loads every installed
+plugin before any conftest.py, and importing a module of ``minicompile``
+would import the package, whose settings are read from the environment when
+it is first imported — which a project's conftest.py may still be setting
+up.  minicompile is imported only when the option is given.
 """
 from __future__ import annotations
 
