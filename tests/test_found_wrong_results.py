@@ -156,3 +156,33 @@ def test_a_computed_nan_written_into_ints_raises_as_numpys_scalar_does(backend, 
         expected = write_a_mean_into_ints(expected_x, y)
         np.testing.assert_array_equal(mc.compile(write_a_mean_into_ints, backend=backend)(x, y), expected)
     np.testing.assert_array_equal(x, expected_x)
+
+
+def reshape_across_a_break(a, b):
+    v1 = a[::2] * 2 + b
+    v2 = v1.reshape(-1)  # a view of v1: a * 2 of a strided a is contiguous
+    print("between two graphs")
+    v1.fill(0.5)
+    return v2[1:]
+
+
+def reshape_of_mixed_orders(a, c):
+    v1 = a[:2, :3] + c.T  # C and F operands: NumPy chose C, so the reshape is a view
+    v2 = v1.reshape(-1)
+    print("between two graphs")
+    v1.fill(0.5)
+    return v2[1:4], v1, v1.reshape(-1)
+
+
+def test_a_reshape_that_numpy_made_a_view_stays_one_across_a_break(backend, capsys):
+    """A result's layout was unknown unless its operands were contiguous, so its
+    reshape was taken for a copy: after a graph break, writes to the array no
+    longer showed in the reshape (it returned the old values)."""
+    a, b, c = np.arange(6.0) - 2, np.array([1.0, 2.0, 3.0]), np.arange(6.0).reshape(3, 2)
+    for fn, args in ((reshape_across_a_break, (a, b)), (reshape_of_mixed_orders, (a.reshape(2, 3), c))):
+        got, want = mc.compile(fn, backend=backend)(*args), fn(*args)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        if len(want) == 3:
+            assert np.shares_memory(got[1], got[2]) is np.shares_memory(want[1], want[2]) is True

@@ -134,6 +134,9 @@ class Storage:
         self.forward: tuple[Storage, tuple[ViewStep, ...]] | None = None
         self.group = AliasGroup([self])
         self.entangled = False  # a reshape of it may or may not be a view (see module docstring)
+        # For the result of such a reshape: (the array reshaped, the step), which
+        # the code after the graph replays on the real array, so NumPy decides.
+        self.maybe_view: tuple[Any, ViewStep] | None = None
 
     def resolve(self) -> tuple["Storage", tuple[ViewStep, ...]]:
         return self.forward if self.forward is not None else (self, ())
@@ -169,6 +172,19 @@ def _ghost(shape: tuple, strides: tuple, dtype: np.dtype) -> np.ndarray:
     """An array with this shape and these strides over one element: never read, only
     viewed, so NumPy computes a view's strides (and flags) for us."""
     return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), tuple(int(n) for n in shape), strides)
+
+
+def is_c_ordered(layout: Layout, shape: tuple) -> bool:
+    """Whether an array of this layout has its axes in C order in memory: the
+    strides of the axes that move (longer than 1, stride not 0) decrease in size.
+    NumPy allocates a new array in its operands' axis order (``order="K"``), so a
+    result of operands that all are C-ordered is C-contiguous."""
+    if layout == "C":
+        return True
+    if layout is None or not _static(shape):
+        return False
+    moving = [abs(s) for n, s in zip(shape, layout) if n > 1 and s != 0]
+    return all(a > b for a, b in zip(moving, moving[1:]))
 
 
 def is_c_contiguous(layout: Layout, shape: tuple, dtype: np.dtype) -> bool:
@@ -280,15 +296,20 @@ class Functionalizer:
                                      layout=layout, readonly=parent.readonly or op in READONLY_VIEWS)
             # NumPy copies (or may): say so in the graph, or a backend whose buffer has
             # another layout than NumPy's array could return a view of it.
+            step = ViewStep(op, tuple(node.args[1:]))
             node = self.output.current.call("copy", node)
             node.user_stack = self.output.user_stack()
             if kind == "maybe":
                 var = self._fresh(node, False, None)
                 var.storage.entangled = parent.storage.entangled = True
+                var.storage.maybe_view = (parent, step)
                 return var
             return self._fresh(node, False, _c_layout(node))
-        # (a NumPy scalar operand has no layout to pass on: it broadcasts)
-        known_c = all(a.storage is not None and is_c_contiguous(a.layout, a.node.meta.shape, a.node.meta.dtype)
+        # A new array is allocated in its operands' memory order (NumPy's order="K"):
+        # C-contiguous when every operand's axes run in C order, gaps or not (a * 2 of
+        # a[::2] is contiguous, so its reshape is a view).  (A NumPy scalar operand has
+        # no layout to pass on: it broadcasts.)
+        known_c = all(a.storage is not None and is_c_ordered(a.layout, a.node.meta.shape)
                       for a in arrays if not (a.scalar and a.storage is None))
         return self._fresh(node, False, _c_layout(node) if known_c else None)
 
@@ -443,7 +464,8 @@ class Functionalizer:
         from .variables.containers import DictVariable, ListVariable, TupleVariable
 
         if isinstance(var, ArrayVariable):
-            return var.storage is not None and (bool(var.view) or var.storage.source is not None)
+            return var.storage is not None and (bool(var.view) or var.storage.source is not None
+                                                or var.storage.maybe_view is not None)
         if var.source is not None:
             return False  # the caller's own object, returned as itself
         if isinstance(var, (TupleVariable, ListVariable)):

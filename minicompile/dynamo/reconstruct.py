@@ -110,6 +110,13 @@ class Reconstructor:
             return var.source.expr if var.source is not None else self.graph_value(var)
         if storage.source is not None:
             base = storage.source.expr
+        elif storage.maybe_view is not None:  # a reshape NumPy may or may not copy: NumPy decides
+            base = self.storage_memo.get(id(storage))
+            if base is None:
+                parent, step = storage.maybe_view
+                base = self.temporary(step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl),
+                                                  self.array(parent), self.literal))
+                self.storage_memo[id(storage)] = base
         else:
             base = self.storage_memo.get(id(storage))
             if base is None:
