@@ -186,3 +186,27 @@ def test_a_reshape_that_numpy_made_a_view_stays_one_across_a_break(backend, caps
             np.testing.assert_array_equal(g, w)
         if len(want) == 3:
             assert np.shares_memory(got[1], got[2]) is np.shares_memory(want[1], want[2]) is True
+
+
+def write_nan_into_a_dead_copy(a, c):
+    v0 = a * 2
+    v0[1:] = c.sum() * 0 + np.nan  # nothing reads v0: NumPy raises all the same
+
+
+def fill_with_a_computed_inf(a, c):
+    a.fill(c.sum() * 0 + np.inf)
+    return a
+
+
+@pytest.mark.parametrize("fn, error", [(write_nan_into_a_dead_copy, ValueError),
+                                       (fill_with_a_computed_inf, OverflowError)])
+def test_a_value_numpy_refuses_to_store_raises_even_if_the_write_is_dead(backend, fn, error):
+    """The strict conversion of a computed float scalar is a check in the graph, kept
+    by dead-code elimination (it was dropped with the write nobody read)."""
+    a, c = np.array([4, 2, 0], np.int64), np.array(2.25)
+    with pytest.raises(error):
+        fn(a.copy(), c)
+    with warnings.catch_warnings(), pytest.raises(error):
+        warnings.simplefilter("ignore")
+        mc.compile(fn, backend=backend)(a, c)
+    np.testing.assert_array_equal(a, [4, 2, 0])

@@ -38,11 +38,13 @@ def dead_code_elimination(graph: Graph) -> Graph:
     """Drop call nodes whose value no output depends on.
 
     Every registered op is pure (no in-place op reaches the IR), so anything an
-    output does not need can go.  Placeholders stay: they are the signature.
+    output does not need can go, except the ops marked ``effectful`` (``check``,
+    which raises by values).  Placeholders stay: they are the signature.
     """
     live: set[Node] = set()
     for node in reversed(graph.nodes):
-        if node.kind in ("output", "placeholder") or node in live:
+        if node.kind in ("output", "placeholder") or node in live or \
+                (node.kind == "call" and node.op.extra.get("effectful")):
             live.add(node)
             live.update(node.inputs)
     return rebuild(graph, lambda n: n in live)

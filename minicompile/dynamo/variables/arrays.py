@@ -225,8 +225,30 @@ def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
     if arr.storage is None:
         raise Unsupported(f"TypeError: {arr.describe()} does not support item assignment",
                           numpy_error=True)
+    value = stored_strictly(tx, value, arr.node.meta.dtype)
     updated = tx.output.call("setitem", {"a": arr, "key": index_key(key), "value": value})
     update_array(tx, arr, updated, "item assignment")
+
+
+def stored_strictly(tx: "InstructionTranslator", value: VariableTracker, dtype: np.dtype) -> VariableTracker:
+    """``value`` as written into an array of ``dtype``: a NumPy float scalar the graph
+    computed, stored into an integer array, is converted as Python's ``int()``
+    converts (NaN, an infinity or a value outside the integer's range raise,
+    where a 0-d array would be cast silently), so the graph checks it first.  The
+    check runs even when nothing reads the write; a failed one runs the frame as
+    Python, where NumPy raises its own error.  Bounds a float cannot hold exactly
+    are rounded inwards: a value at the very edge runs as Python too."""
+    if not (isinstance(value, ArrayVariable) and value.scalar and value.node.meta.dtype.kind == "f"
+            and np.dtype(dtype).kind in "iu"):
+        return value
+    bits = np.dtype(dtype).itemsize * 8
+    low, high = (-(2.0 ** (bits - 1)) - 1, 2.0 ** (bits - 1)) if np.dtype(dtype).kind == "i" else (-1.0, 2.0 ** bits)
+    inside = tx.output.call("logical_and", {"x1": tx.output.call("greater", {"x1": value, "x2": low}),
+                                            "x2": tx.output.call("less", {"x1": value, "x2": high})})
+    bad = tx.output.call("logical_not", {"x": inside})
+    checked = tx.output.call("check", {"a": value, "bad": bad, "error": "ValueError",
+                                       "message": f"cannot convert the value to {np.dtype(dtype)}"})
+    return ArrayVariable(checked.node, scalar=True)  # a NumPy scalar stays one
 
 
 def delitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracker) -> None:

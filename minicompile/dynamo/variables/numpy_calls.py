@@ -48,7 +48,7 @@ from ...ir.ops import AT_UFUNCS, POINTWISE_UFUNCS, broadcast_shapes, split_keys
 from ...ir.ops.linalg import einsum_call
 from ..exc import Unsupported
 from ..polyfills import POLYFILLS, TRACE_TIME, checked, python_bool
-from .arrays import ArrayVariable, update_array
+from .arrays import ArrayVariable, stored_strictly, update_array
 from .base import ConstantVariable, VariableTracker, specialize_sizes
 from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
 from .functions import UserFunctionVariable, inline_call
@@ -416,6 +416,8 @@ def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: lis
     target = op_kwargs.get(mutation.target)
     if not isinstance(target, ArrayVariable):
         raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
+    if mutation.rule.op == "setitem":  # x.fill(v): v converted as x[...] = v converts it
+        op_kwargs["value"] = stored_strictly(tx, op_kwargs["value"], target.node.meta.dtype)
     update_array(tx, target, tx.output.call(mutation.rule.op, op_kwargs), what)
     return ConstantVariable(None)
 

@@ -7,8 +7,9 @@ Out: the registered op ``check``: ``a`` again (a new array of the same shape
      and dtype) when no element of ``bad`` is true; otherwise it raises.
 
 Such an error cannot be decided while tracing, so the graph carries the
-check: it runs with the graph (an Extern on every backend) and its result is
-what the rest of the graph reads, so no pass drops it.  A graph that raises
+check: it runs with the graph (an Extern on every backend), and no pass drops
+it, whether or not anything reads its result (a check before a write that is
+never read still raises, as NumPy's write does).  A graph that raises
 runs its function again as Python, where NumPy raises its own error.
 """
 from __future__ import annotations
@@ -31,4 +32,5 @@ def _check_meta(a: TensorMeta, bad, error="ValueError", message="") -> TensorMet
     return TensorMeta(a.shape, a.dtype)
 
 
-simple_op("check", _check, "extern", meta=_check_meta, array_api=True)
+# It raises by values: dead-code elimination keeps it even when nothing reads it.
+simple_op("check", _check, "extern", meta=_check_meta, array_api=True).extra["effectful"] = True
