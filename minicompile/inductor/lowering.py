@@ -241,11 +241,20 @@ LOWERINGS: dict[str, Callable[[ir.Node], L.Node]] = {
 }
 
 
+def _complex_values(node: ir.Node) -> bool:
+    """Does the node read or make a complex array?  No loop lowers complex arithmetic:
+    NumPy computes it (an Extern), for every backend."""
+    metas = [node.meta] + [a.meta for a in node.inputs]
+    return any(isinstance(m, ir.TensorMeta) and m.dtype.kind == "c" for m in metas)
+
+
 def lower(node: ir.Node) -> L.Node:
     """The loop-IR node for one graph call node (an Extern when no exact lowering exists)."""
     rule = LOWERINGS.get(node.op.name)
     if rule is None:
         return lower_extern(node, f"no lowering for {node.op.name}")
+    if _complex_values(node):
+        return lower_extern(node, "complex values: NumPy computes them")
     try:
         return rule(node)
     except Unsupported as why:

@@ -443,11 +443,20 @@ def data_dependent(what: str, holds: str) -> Unsupported:
 
 
 # Their result depends on the types, dtypes and shapes of their arguments only (never
-# on array values, for the real dtypes a graph holds): NumPy runs them at trace time,
+# on array values, for real dtypes: see COMPLEX_VALUE_TESTS): NumPy runs them at trace time,
 # on stand-ins of the arguments.  Shapes and dtypes are guarded on every array.
 BY_TYPE = frozenset({np.iinfo, np.finfo, np.isscalar, np.iscomplex, np.isreal, np.iscomplexobj,
                      np.isrealobj, np.result_type, np.promote_types, np.can_cast, np.ndim, np.shape,
                      np.broadcast_shapes})
+# Of a complex array these read its values (is each imaginary part zero?): traced instead.
+COMPLEX_VALUE_TESTS = frozenset({np.iscomplex, np.isreal})
+
+
+def _reads_complex_values(fn: Any, args: list) -> bool:
+    return fn in COMPLEX_VALUE_TESTS and any(
+        isinstance(a, ArrayVariable) and a.node.meta.dtype.kind == "c" for a in args)
+
+
 # On arguments all known at trace time, NumPy's own answer is a Python value: fold it.
 FOLDED = BY_TYPE | {np.array_equal, np.allclose, np.array_equiv}
 
@@ -464,7 +473,7 @@ def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kw
         return _checked(tx, *args)
     if fn in DATA_DEPENDENT:
         raise data_dependent(f"np.{name}", DATA_DEPENDENT[fn])
-    if fn in FOLDED and (all_constant or fn in BY_TYPE):
+    if fn in FOLDED and (all_constant or (fn in BY_TYPE and not _reads_complex_values(fn, args))):
         folded = _fold(fn, name, args, kwargs)
         if folded is not None:
             return folded
