@@ -42,6 +42,8 @@ def _part_meta(val: TensorMeta) -> TensorMeta:
 
 def _scatter(part: str):
     def impl(a, src):
+        if not dt.is_complex(a.dtype):  # NumPy's x.real = v on a real x is x[...] = v: never this op
+            raise TypeError(f"{part}_scatter: a {a.dtype} array has no {part} part to write")
         out = array_module(a).array(a, copy=True)
         setattr(out, part, src)  # NumPy's assignment to the part: casts src, broadcasts it
         return out
