@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import minicompile as mc
+from minicompile.benchmarks.loops import mandelbrot
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -103,17 +104,8 @@ PROGRAMS = {
     "zero_d_array": (lambda z: (z * 2, z.real, np.abs(z), z + 1j, z.sum()), (np.array(1 - 2j),)),
     "numpy_scalars": (lambda s, t: (s * t, s.real, s.imag, np.abs(s), s + 1j, np.conj(t)),
                       (np.complex64(1 + 2j), np.complex128(-0.5 + 3j))),
-    "mandelbrot": (lambda c: _mandelbrot(c, 12), (rng_complex((16,), seed=4) * 1.5,)),
+    "mandelbrot": (lambda c: mandelbrot(c, 12), (rng_complex((16,), seed=4) * 1.5,)),
 }
-
-
-def _mandelbrot(c, steps):
-    z = np.zeros_like(c)
-    count = np.zeros(c.shape, np.int64)
-    for _ in range(steps):
-        z = z * z + c
-        count += np.abs(z) <= 2.0
-    return z, count
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -144,3 +144,25 @@ def test_backends_without_complex_kernels_call_numpy(backend):
     for e, r in zip(g(z, c), compiled(z, c)):
         assert r.dtype == e.dtype
         np.testing.assert_array_equal(bits(r), bits(e))
+
+
+LARGE = {  # big enough for OpenMP threads, streamed stores, tiled transposes and row kernels
+    "elementwise": lambda g, a, b: [g.call("add", g.call("multiply", a, b), 1j)],
+    "transposed": lambda g, a, b: [g.call("multiply", g.call("transpose", a, (1, 0)), g.call("transpose", b, (1, 0)))],
+    "reduce_abs": lambda g, a, b: [g.call("sum", g.call("absolute", g.call("subtract", a, b)), axis=(1,))],
+    "reduce_part": lambda g, a, b: [g.call("max", g.call("real", g.call("divide", a, b)), axis=(0,)),
+                                    g.call("mean", g.call("imag", a))],
+}
+
+
+@pytest.mark.parametrize("name", sorted(LARGE))
+def test_large_complex_kernels(name):
+    r = np.random.default_rng(5)
+    a = (r.standard_normal((256, 300)) + 1j * r.standard_normal((256, 300)))
+    b = (r.standard_normal((256, 300)) + 1j * r.standard_normal((256, 300)))
+    g = graph_of(LARGE[name], TensorMeta(a.shape, a.dtype), TensorMeta(b.shape, b.dtype))
+    compiled = compile_graph(g, [a, b])
+    assert compiled.kernels and "_op_" not in compiled.wrapper_source, compiled.wrapper_source
+    for e, got in zip(g(a, b), compiled(a, b)):
+        assert got.dtype == e.dtype and got.shape == e.shape
+        np.testing.assert_allclose(bits(got), bits(e), rtol=1e-12, atol=1e-12)
