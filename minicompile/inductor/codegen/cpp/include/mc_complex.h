@@ -67,7 +67,24 @@ template <typename T> static inline mc_complex<T> mc_cdiv(mc_complex<T> a, mc_co
 template <typename T> static inline mc_complex<T> mc_cneg(mc_complex<T> a) { return mc_complex<T>(-a.re, -a.im); }
 template <typename T> static inline mc_complex<T> mc_cconj(mc_complex<T> a) { return mc_complex<T>(a.re, -a.im); }
 template <typename T> static inline mc_complex<T> mc_csquare(mc_complex<T> a) { return mc_cmul(a, a); }
-template <typename T> static inline T mc_cabs(mc_complex<T> a) { return std::hypot(a.re, a.im); }
+// |a| as NumPy's SIMD loop computes it (loops_unary_complex): an infinite part
+// makes both infinite, a NaN part (then) both NaN; the larger part times
+// sqrt(1 + (smaller/larger)^2), the ratio 0 where it would be 0/0 or inf/inf.
+// Unlike the libm's hypot, this vectorizes.
+template <typename T> static inline T mc_cabs(mc_complex<T> a) {
+    // (selects on the comparisons themselves, no bool temporaries: GCC then vectorizes)
+    const T inf = (T)INFINITY;
+    const T re0 = std::fabs(a.re), im0 = std::fabs(a.im);
+    const T im1 = re0 == inf ? inf : im0, re1 = im0 == inf ? inf : re0;
+    const T im = re1 != re1 ? (T)NAN : im1, re = im1 != im1 ? (T)NAN : re1;
+    const T larger = re > im ? re : im, smaller = im < re ? im : re;
+    const T ratio = ((larger == 0) | (smaller == inf)) ? (T)0 : smaller / larger;
+#ifdef __FMA__
+    return std::sqrt(std::fma(ratio, ratio, (T)1)) * larger;
+#else
+    return std::sqrt(ratio * ratio + (T)1) * larger;
+#endif
+}
 template <typename T> static inline bool mc_ceq(mc_complex<T> a, mc_complex<T> b) {
     return a.re == b.re && a.im == b.im;
 }
