@@ -137,6 +137,15 @@ def ctype(dtype: np.dtype) -> str:
     return CTYPES[np.dtype(dtype)]
 
 
+def cast(expr: str, dtype: np.dtype) -> str:
+    """``expr`` converted to ``dtype``: a C cast, or for a complex dtype the
+    helper of mc_complex.h (its struct has no constructors to cast with)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return f"mc_to_c{dtype.itemsize * 8}({expr})"
+    return f"({ctype(dtype)})({expr})"
+
+
 def input_ctype(dtype: np.dtype) -> str:
     return "uint8_t" if np.dtype(dtype) == BOOL else ctype(dtype)
 
@@ -152,7 +161,7 @@ def literal(value: object, dtype: np.dtype) -> str:
     if dtype.kind == "c":
         part = np.dtype(f"f{dtype.itemsize // 2}")
         z = complex(value)
-        return f"{t}({literal(z.real, part)}, {literal(z.imag, part)})"
+        return f"{t}{{{literal(z.real, part)}, {literal(z.imag, part)}}}"
     if dtype.kind == "b":
         return "true" if value else "false"
     if dtype.kind == "f":

@@ -1,29 +1,32 @@
 // NumPy's complex64/complex128 arithmetic, as NumPy's own array loops compute it
 // (numpy/_core/src/umath/loops.c.src and its SIMD loops): no C99 Annex G recovery of infinities
 // (std::complex's operator* under GCC calls __muldc3, which NumPy does not),
-// Smith's algorithm for division, hypot for the absolute value.
+// Smith's algorithm for division, a scaled square root for the absolute value.
 // mc_complex<T> has NumPy's memory layout: the real part, then the imaginary one.
 #pragma once
 
 #include <cmath>
 
-template <typename T> struct mc_complex {
-    T re, im;
-    mc_complex() = default;
-    constexpr mc_complex(T r, T i) : re(r), im(i) {}
-    // a real value as a complex one (NumPy's cast: imaginary part +0)
-    template <typename U> explicit constexpr mc_complex(U r) : re((T)r), im((T)0) {}
-    // complex64 <-> complex128: each part cast
-    template <typename U> explicit constexpr mc_complex(mc_complex<U> z) : re((T)z.re), im((T)z.im) {}
-};
+// A plain aggregate, no constructors: GCC's ``omp simd`` keeps such temporaries
+// in registers (one with constructors becomes an addressable per-lane array,
+// and the loop is no longer vectorized).
+template <typename T> struct mc_complex { T re, im; };
+template <typename T> static inline mc_complex<T> mc_cmake(T re, T im) { return mc_complex<T>{re, im}; }
 typedef mc_complex<float> mc_c64;
 typedef mc_complex<double> mc_c128;
+// Casts (what a C-style cast would be with constructors): a real value's
+// imaginary part is +0; complex64 <-> complex128 casts each part.
+template <typename U> static inline mc_c64 mc_to_c64(U r) { return mc_c64{(float)r, 0.0f}; }
+template <typename U> static inline mc_c64 mc_to_c64(mc_complex<U> z) { return mc_c64{(float)z.re, (float)z.im}; }
+template <typename U> static inline mc_c128 mc_to_c128(U r) { return mc_c128{(double)r, 0.0}; }
+template <typename U> static inline mc_c128 mc_to_c128(mc_complex<U> z) { return mc_c128{(double)z.re, (double)z.im}; }
+
 
 template <typename T> static inline mc_complex<T> mc_cadd(mc_complex<T> a, mc_complex<T> b) {
-    return mc_complex<T>(a.re + b.re, a.im + b.im);
+    return mc_cmake<T>(a.re + b.re, a.im + b.im);
 }
 template <typename T> static inline mc_complex<T> mc_csub(mc_complex<T> a, mc_complex<T> b) {
-    return mc_complex<T>(a.re - b.re, a.im - b.im);
+    return mc_cmake<T>(a.re - b.re, a.im - b.im);
 }
 // NumPy's array loop multiplies with a fused multiply-add/subtract where the
 // CPU has one (its SIMD loop: re = fma(a.re, b.re, -(a.im b.im)), im =
@@ -31,9 +34,9 @@ template <typename T> static inline mc_complex<T> mc_csub(mc_complex<T> a, mc_co
 // plain formula's inf - inf would give NaN.  (NumPy *scalars* use the plain one.)
 template <typename T> static inline mc_complex<T> mc_cmul(mc_complex<T> a, mc_complex<T> b) {
 #ifdef __FMA__
-    return mc_complex<T>(std::fma(a.re, b.re, -(a.im * b.im)), std::fma(a.re, b.im, a.im * b.re));
+    return mc_cmake<T>(std::fma(a.re, b.re, -(a.im * b.im)), std::fma(a.re, b.im, a.im * b.re));
 #else
-    return mc_complex<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+    return mc_cmake<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
 #endif
 }
 // A product kept apart from the sum it feeds: GCC's vectorizer recognizes the
@@ -50,40 +53,41 @@ template <typename T> static inline mc_complex<T> mc_cdiv(mc_complex<T> a, mc_co
     const T br_abs = std::fabs(b.re), bi_abs = std::fabs(b.im);
     if (br_abs >= bi_abs) {
         if (br_abs == 0 && bi_abs == 0) {
-            return mc_complex<T>(a.re / br_abs, a.im / br_abs);
+            return mc_cmake<T>(a.re / br_abs, a.im / br_abs);
         }
         const T rat = b.im / b.re;
         T d = b.im * rat, p = a.im * rat, q = a.re * rat;
         MC_UNFUSED(d); MC_UNFUSED(p); MC_UNFUSED(q);
         const T scl = (T)1.0 / (b.re + d);
-        return mc_complex<T>((a.re + p) * scl, (a.im - q) * scl);
+        return mc_cmake<T>((a.re + p) * scl, (a.im - q) * scl);
     }
     const T rat = b.re / b.im;
     T d = b.re * rat, p = a.re * rat, q = a.im * rat;
     MC_UNFUSED(d); MC_UNFUSED(p); MC_UNFUSED(q);
     const T scl = (T)1.0 / (b.im + d);
-    return mc_complex<T>((p + a.im) * scl, (q - a.re) * scl);
+    return mc_cmake<T>((p + a.im) * scl, (q - a.re) * scl);
 }
-template <typename T> static inline mc_complex<T> mc_cneg(mc_complex<T> a) { return mc_complex<T>(-a.re, -a.im); }
-template <typename T> static inline mc_complex<T> mc_cconj(mc_complex<T> a) { return mc_complex<T>(a.re, -a.im); }
+template <typename T> static inline mc_complex<T> mc_cneg(mc_complex<T> a) { return mc_cmake<T>(-a.re, -a.im); }
+template <typename T> static inline mc_complex<T> mc_cconj(mc_complex<T> a) { return mc_cmake<T>(a.re, -a.im); }
 template <typename T> static inline mc_complex<T> mc_csquare(mc_complex<T> a) { return mc_cmul(a, a); }
-// |a| as NumPy's SIMD loop computes it (loops_unary_complex): an infinite part
-// makes both infinite, a NaN part (then) both NaN; the larger part times
-// sqrt(1 + (smaller/larger)^2), the ratio 0 where it would be 0/0 or inf/inf.
-// Unlike the libm's hypot, this vectorizes.
+// |a| as NumPy's SIMD loop computes it (loops_unary_complex): the larger part
+// times sqrt(1 + (smaller/larger)^2), 0 for 0; a NaN part gives NaN, an
+// infinite part inf (even beside a NaN).  Unlike the libm's hypot, this
+// vectorizes: one select per special case, each on a comparison of its own.
 template <typename T> static inline T mc_cabs(mc_complex<T> a) {
-    // (selects on the comparisons themselves, no bool temporaries: GCC then vectorizes)
     const T inf = (T)INFINITY;
-    const T re0 = std::fabs(a.re), im0 = std::fabs(a.im);
-    const T im1 = re0 == inf ? inf : im0, re1 = im0 == inf ? inf : re0;
-    const T im = re1 != re1 ? (T)NAN : im1, re = im1 != im1 ? (T)NAN : re1;
-    const T larger = re > im ? re : im, smaller = im < re ? im : re;
-    const T ratio = ((larger == 0) | (smaller == inf)) ? (T)0 : smaller / larger;
+    const T re = std::fabs(a.re), im = std::fabs(a.im);
+    const T larger = re > im ? re : im, smaller = re > im ? im : re;
+    const T ratio = larger == 0 ? (T)0 : smaller / larger;
 #ifdef __FMA__
-    return std::sqrt(std::fma(ratio, ratio, (T)1)) * larger;
+    T h = std::sqrt(std::fma(ratio, ratio, (T)1)) * larger;
 #else
-    return std::sqrt(ratio * ratio + (T)1) * larger;
+    T h = std::sqrt(ratio * ratio + (T)1) * larger;
 #endif
+    h = re != re ? (T)NAN : h;
+    h = im != im ? (T)NAN : h;
+    h = re == inf ? inf : h;
+    return im == inf ? inf : h;
 }
 template <typename T> static inline bool mc_ceq(mc_complex<T> a, mc_complex<T> b) {
     return a.re == b.re && a.im == b.im;
