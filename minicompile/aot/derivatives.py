@@ -40,6 +40,14 @@ class NonDifferentiable(TypeError):
     pass
 
 
+def complex_on_path(op: str, dtype: object) -> str:
+    """The refusal when a value that needs a gradient passes through a complex one:
+    the rules are real calculus, and a complex value would carry no gradient at all
+    (a silent zero)."""
+    return (f"np.{op} makes a {dtype} value from an input that needs a gradient: gradients "
+            f"through complex values are not supported")
+
+
 # The ops without a rule, and why none is needed: no floating-point result computed
 # from an array (the tape and the joint graph then carry no gradient through them, by
 # dtype), or no array input at all.  Every other op of the registry has a rule.
@@ -47,6 +55,7 @@ _BOOLEAN = "a boolean result: carries no gradient (its derivative is zero)"
 _INTEGER = "an integer result (an index or a count): carries no gradient"
 _INTEGER_ONLY = "defined on integers and booleans only: no floating-point input to differentiate"
 _CREATION = "no array input: nothing to differentiate"
+_COMPLEX_ONLY = "a complex result: no gradient flows through complex values (complex_on_path)"
 # Ops never differentiated as themselves: the graph is rewritten first, and the
 # ops it is rewritten into have rules (see AotFunction).
 REWRITTEN_FOR_GRADIENTS: dict[str, str] = dict.fromkeys(
@@ -61,6 +70,7 @@ NON_DIFFERENTIABLE: dict[str, str] = {
     **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
                      "gcd", "lcm", "bitwise_and_at", "bitwise_or_at", "bitwise_xor_at"), _INTEGER_ONLY),
     **dict.fromkeys(("arange", "zeros", "ones", "empty", "eye", "tri"), _CREATION),
+    **dict.fromkeys(("real_scatter", "imag_scatter"), _COMPLEX_ONLY),
 }
 
 
@@ -116,6 +126,23 @@ def _negative(E, g, out, a):
 @derivative_rule("positive")
 def _positive(E, g, out, a):
     return {"x": g}
+
+
+# Of a real array (a complex one never carries a gradient: complex_on_path), the
+# conjugate and the real part are the array itself, the imaginary part zeros.
+@derivative_rule("conjugate")
+def _conjugate(E, g, out, a):
+    return {"x": g}
+
+
+@derivative_rule("real")
+def _real(E, g, out, a):
+    return {"val": g}
+
+
+@derivative_rule("imag")
+def _imag(E, g, out, a):
+    return {"val": None}
 
 
 @derivative_rule("square")

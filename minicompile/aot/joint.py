@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..ir import Graph, Node
 from ..ir.graph import _map_nodes
 from ..ir.passes import common_subexpression_elimination, dead_code_elimination
-from .derivatives import DERIVATIVES, NonDifferentiable
+from .derivatives import DERIVATIVES, NonDifferentiable, complex_on_path
 from .emit import GraphEmitter
 
 
@@ -60,6 +60,9 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
     for node in forward.calls:
         if any(i in reached for i in node.inputs):
             reached.add(node)
+    for node in forward.calls:
+        if node in reached and node.meta.dtype.kind == "c":
+            raise NonDifferentiable(complex_on_path(node.op.name, node.meta.dtype))
     active = {n for n in reached if _differentiable(n)}
 
     outputs = list(forward.outputs)

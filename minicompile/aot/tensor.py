@@ -33,7 +33,7 @@ import numpy as np
 from ..ir import OPS
 from ..ir.ops.linalg import einsum_call
 from ..ir.ops.registry import array_module, as_array
-from .derivatives import DERIVATIVES, NonDifferentiable
+from .derivatives import DERIVATIVES, NonDifferentiable, complex_on_path
 from .emit import EagerEmitter, Emitter, canonical_args
 from .tensor_functions import NUMPY_SOURCE, TAPE_FUNCTIONS
 
@@ -419,6 +419,8 @@ def apply(op: str, args: tuple, kwargs: dict) -> Any:
             tensors.update({(k, i): t for i, t in enumerate(v) if _on_tape(t)})
     if not tensors or not _GRAD_ENABLED[-1]:
         return Tensor(raw)
+    if raw.dtype.kind == "c":
+        raise NonDifferentiable(complex_on_path(op, raw.dtype))
     if raw.dtype.kind != "f":
         # An integer or boolean result (x > 0, argmax) carries no gradient: its derivative
         # is zero.  It stays on the tape without its values, so that a float computed

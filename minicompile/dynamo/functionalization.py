@@ -67,7 +67,10 @@ READONLY_VIEWS = frozenset({"broadcast_to", "sliding_window_view", "diagonal"})
 # View ops that are views whatever the layout (reshape and ravel depend on it).
 ALWAYS_VIEWS = frozenset({"getitem", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
                           "atleast_1d", "atleast_2d", "atleast_3d", "flip", "rot90", "as_strided",
-                          *READONLY_VIEWS})
+                          *READONLY_VIEWS, *("real", "imag")})
+# A complex array's parts: views of every other float of its memory (of a real
+# array, ``imag`` is a new array: see _is_view_call).
+PART_VIEWS = frozenset({"real", "imag"})
 LAYOUT_VIEWS = frozenset({"reshape", "ravel"})
 # Views of a C-contiguous array that are C-contiguous too (for symbolic sizes).
 C_PRESERVING = frozenset({"reshape", "ravel", "expand_dims", "squeeze", "atleast_1d", "atleast_2d",
@@ -103,6 +106,8 @@ class ViewStep:
             return call("flip", value, *a)
         if self.op == "rot90":
             return call("rot90", value, -a[0], a[1])
+        if self.op in PART_VIEWS:  # the base with this part replaced
+            return call(f"{self.op}_scatter", base, value)
         if self.op in C_PRESERVING:  # a reshape in all but name
             return call("reshape", value, base.meta.shape)
         raise AssertionError(f"no scatter for the view op {self.op}")
@@ -494,6 +499,8 @@ def _array_leaves(args: Any) -> list:
 def _is_view_call(node: ir.Node) -> bool:
     """A getitem is a view for a basic key (ints, slices, None, ...) unless it picks
     one element (a NumPy scalar); other view ops always are, or depend on layout."""
+    if node.op.name in PART_VIEWS:
+        return node.args[0].meta.dtype.kind == "c"
     if node.op.name != "getitem":
         return True
     key = node.args[1]

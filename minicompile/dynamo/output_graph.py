@@ -44,7 +44,7 @@ from .variables.user_objects import UserObjectVariable
 # Functions that, applied to a NumPy scalar, give back a NumPy scalar: NumPy runs
 # them as the scalar's own method (np.reshape(s, ()) is s.reshape(())).  Methods of
 # a NumPy scalar always return scalars for 0-d results (see numpy_calls.call_method).
-SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze"})
+SCALAR_PRESERVING = frozenset({"astype", "reshape", "transpose", "squeeze", "real", "imag"})
 
 # The arguments that may hold symbolic sizes (their rules handle them), by op;
 # every other argument gets plain ints, each a guard ``s0 == <its value>``.

@@ -40,16 +40,19 @@ class Unsupported(Exception):
 
 
 # For each ufunc: the dtype kinds of its loop inputs ("b"ool, "i"nt, "u"int,
-# "f"loat) for which a scalar C expression matches NumPy bit for bit (floats:
-# up to the libm's last-place rounding of transcendentals).  Every code
-# generator implements exactly these; anything else lowers to an Extern.
+# "f"loat, "c"omplex) for which a scalar C expression matches NumPy bit for bit
+# (floats: up to the libm's last-place rounding of transcendentals; complex:
+# NumPy's own formulas, see the C++ backend's mc_complex.h).  Every code
+# generator implements exactly these or refuses the node (its
+# ``cannot_generate``: Triton and Spyre compute no complex values); anything
+# else lowers to an Extern.
 POINTWISE_KINDS: dict[str, str] = {
-    "add": "biuf", "subtract": "iuf", "multiply": "biuf", "divide": "f",
-    "floor_divide": "iuf", "remainder": "iuf", "power": "iuf", "square": "iuf",
-    "negative": "iuf", "positive": "biuf", "absolute": "biuf",
+    "add": "biufc", "subtract": "iufc", "multiply": "biufc", "divide": "fc",
+    "floor_divide": "iuf", "remainder": "iuf", "power": "iuf", "square": "iufc",
+    "negative": "iufc", "positive": "biufc", "absolute": "biufc", "conjugate": "iufc",
     "maximum": "biuf", "minimum": "biuf",
     "less": "biuf", "less_equal": "biuf", "greater": "biuf", "greater_equal": "biuf",
-    "equal": "biuf", "not_equal": "biuf", "logical_not": "biuf",
+    "equal": "biufc", "not_equal": "biufc", "logical_not": "biuf",
     "bitwise_and": "biu", "bitwise_or": "biu", "bitwise_xor": "biu", "invert": "biu",
     "exp": "f", "log": "f", "tanh": "f", "sqrt": "f", "sin": "f", "cos": "f",
 }
@@ -103,6 +106,8 @@ def lower_where(node: ir.Node) -> L.Pointwise:
 
 
 def lower_astype(node: ir.Node) -> L.Pointwise:
+    if node.arg("x").dtype.kind == "c" and node.dtype.kind != "c":
+        raise Unsupported("a complex value cast to a real dtype (NumPy warns and drops the imaginary part)")
     index = L.loop_index("x", node.shape)
     return L.Pointwise(node.name, node.shape, _operand(node.arg("x"), node.shape, index, node.dtype))
 
@@ -247,11 +252,38 @@ LOWERINGS: dict[str, Callable[[ir.Node], L.Node]] = {
 }
 
 
+def lower_part(node: ir.Node) -> L.Pointwise:
+    """``z.real`` / ``z.imag`` of a complex array: each element's part."""
+    val = node.arg("val")
+    if not isinstance(val, ir.Node) or val.dtype.kind != "c":
+        raise Unsupported(f"{node.op.name} of a real array")
+    index = L.loop_index("x", node.shape)
+    return L.Pointwise(node.name, node.shape, L.Op(node.op.name, (L.Load(val.name, index, val.dtype),), node.dtype))
+
+
+LOWERINGS.update(real=lower_part, imag=lower_part)
+
+
+# The lowerings that handle complex values: elementwise arithmetic (its kinds in
+# POINTWISE_KINDS), the parts, and the views that only move elements.  Any other
+# node that reads or makes a complex array calls NumPy.
+COMPLEX_LOWERINGS = frozenset({*(uf.__name__ for uf in ir.ops.POINTWISE_UFUNCS), "where", "astype", "real",
+                               "imag", "transpose", "reshape", "broadcast_to", "copy"})
+
+
+def _complex_values(node: ir.Node) -> bool:
+    """Does the node read or make a complex array?"""
+    metas = [node.meta] + [a.meta for a in node.inputs]
+    return any(isinstance(m, ir.TensorMeta) and m.dtype.kind == "c" for m in metas)
+
+
 def lower(node: ir.Node) -> L.Node:
     """The loop-IR node for one graph call node (an Extern when no exact lowering exists)."""
     rule = LOWERINGS.get(node.op.name)
     if rule is None:
         return lower_extern(node, f"no lowering for {node.op.name}")
+    if _complex_values(node) and node.op.name not in COMPLEX_LOWERINGS:
+        return lower_extern(node, f"{node.op.name} of complex values: NumPy computes it")
     try:
         return rule(node)
     except Unsupported as why:

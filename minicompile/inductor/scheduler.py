@@ -267,6 +267,19 @@ def no_gathers(node: L.Pointwise | L.Reduction) -> str | None:
     return None
 
 
+def complex_values(node: L.Pointwise | L.Reduction) -> str | None:
+    """What a backend that computes no complex values says (Triton, Spyre): a node
+    that reads or makes one calls NumPy instead (the C++ backend generates them)."""
+    for v in L.walk(node.body):
+        if v.dtype.kind == "c":
+            return f"complex values ({v.dtype}): NumPy computes them"
+    return None
+
+
+def no_gathers_or_complex(node: L.Pointwise | L.Reduction) -> str | None:
+    return no_gathers(node) or complex_values(node)
+
+
 def _lower_for(node: ir.Node, cannot_generate: CannotGenerate | None) -> L.Node:
     """``node`` in loop IR, an Extern when the backend cannot generate it as a kernel."""
     low = lower(node)

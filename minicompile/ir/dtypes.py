@@ -1,8 +1,9 @@
 """The dtypes minicompile understands, their short names, and NumPy 2 promotion.
 
 Promotion follows NEP 50: an array or a NumPy scalar has a *strong* dtype, a
-Python ``int``/``float`` is *weak* and takes the array's kind-compatible dtype
-(``float32_array * 2.0`` stays float32, ``float32_array * np.float64(2)`` does not).
+Python ``int``/``float``/``complex`` is *weak* and takes the array's kind-compatible dtype
+(``float32_array * 2.0`` stays float32, ``float32_array * np.float64(2)`` does not;
+``float32_array * 1j`` is complex64, ``int8_array * 1j`` complex128).
 NumPy itself implements these rules in ``ufunc.resolve_dtypes`` and
 ``np.result_type``; we ask it instead of re-deriving them, and describe every
 operand the way NEP 50 sees it (:func:`operand_dtype`).
@@ -24,31 +25,41 @@ SHORT_NAMES: dict[np.dtype, str] = {
     np.dtype(np.float16): "f16",
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
+    np.dtype(np.complex64): "c64",
+    np.dtype(np.complex128): "c128",
 }
 SUPPORTED = frozenset(SHORT_NAMES)
 
 
 class UnsupportedDtype(TypeError):
-    """A dtype outside :data:`SUPPORTED` (complex, object, strings, datetimes)."""
+    """A dtype outside :data:`SUPPORTED` (object, strings, datetimes, long double)."""
 
 
 def check_supported(dtype: np.dtype) -> np.dtype:
     dtype = np.dtype(dtype)
     if dtype not in SUPPORTED:
         raise UnsupportedDtype(
-            f"dtype {dtype} is not supported (minicompile handles bool, integer and "
-            f"float16/32/64 arrays)"
+            f"dtype {dtype} is not supported (minicompile handles bool, integer, "
+            f"float16/32/64 and complex64/128 arrays)"
         )
     return dtype
+
+
+def is_complex(dtype: object) -> bool:
+    """A complex64/complex128 dtype (anything ``np.dtype`` takes)."""
+    return np.dtype(dtype).kind == "c"
 
 
 def short_name(dtype: np.dtype) -> str:
     return SHORT_NAMES.get(np.dtype(dtype), str(dtype))
 
 
+WEAK_TYPES = (int, float, complex)
+
+
 def is_weak_scalar(value: object) -> bool:
-    """Python int/float: weak under NEP 50.  ``bool`` is excluded: it is strong."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """Python int/float/complex: weak under NEP 50.  ``bool`` is excluded: it is strong."""
+    return isinstance(value, WEAK_TYPES) and not isinstance(value, bool)
 
 
 def operand_dtype(value: object) -> np.dtype | type:
@@ -61,7 +72,7 @@ def operand_dtype(value: object) -> np.dtype | type:
         return np.dtype(value.dtype)
     if isinstance(value, bool):
         return np.dtype(np.bool_)
-    if isinstance(value, (int, float)):
+    if isinstance(value, WEAK_TYPES):
         return type(value)
     raise UnsupportedDtype(f"operand {value!r} of type {type(value).__name__} has no NumPy dtype")
 

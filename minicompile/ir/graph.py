@@ -240,6 +240,8 @@ def format_value(value: Any) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(format_value(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, complex):  # repr's (nan+infj) and (-0+1j) do not read back
+        return f"complex({value.real!r}, {value.imag!r})"
     return repr(value)
 
 

@@ -156,6 +156,8 @@ def _key(value: Any) -> Any:
         return ("scalar", value.dtype.str, value.tobytes())  # -0.0 and 0.0 differ
     if isinstance(value, float):
         return ("float", value.hex())
+    if isinstance(value, complex):
+        return ("complex", value.real.hex(), value.imag.hex())
     return (type(value).__name__, value)
 
 
@@ -197,6 +199,10 @@ def _int_kind(node: Node) -> bool:
     return node.dtype.kind in "iub"
 
 
+def _real(node: Node) -> bool:
+    return node.dtype.kind != "c"
+
+
 def _call(g: Graph, name: str, *args: Any) -> Node:
     return g.call(name, *args)
 
@@ -205,18 +211,20 @@ def _call(g: Graph, name: str, *args: Any) -> Node:
 # is a graph node must have the node's shape and dtype (checked centrally).
 # `x`/`c` below: the array operand and the scalar constant.
 RULES: list[tuple[str, str, Callable[[Node], bool], Callable[[Graph, Node], Any]]] = [
-    ("x * 1 -> x", "multiply", lambda n: _is(n.args[1], 1), lambda g, n: n.args[0]),
-    ("1 * x -> x", "multiply", lambda n: _is(n.args[0], 1), lambda g, n: n.args[1]),
+    # not complex: (re + inf*1j) * (1+0j) has a NaN real part (inf * 0)
+    ("x * 1 -> x", "multiply", lambda n: _is(n.args[1], 1) and _real(n), lambda g, n: n.args[0]),
+    ("1 * x -> x", "multiply", lambda n: _is(n.args[0], 1) and _real(n), lambda g, n: n.args[1]),
     ("x * -1 -> -x", "multiply", lambda n: _is(n.args[1], -1) and n.dtype.kind in "if",
      lambda g, n: _call(g, "negative", n.args[0])),
-    ("x / 1 -> x", "divide", lambda n: _is(n.args[1], 1), lambda g, n: n.args[0]),
+    ("x / 1 -> x", "divide", lambda n: _is(n.args[1], 1) and _real(n), lambda g, n: n.args[0]),
     # -0.0 - 0.0 is -0.0: exact for floats too
     ("x - 0 -> x", "subtract", lambda n: _is(n.args[1], 0), lambda g, n: n.args[0]),
     # integers only: -0.0 + 0.0 is +0.0
     ("x + 0 -> x (int)", "add", lambda n: _is(n.args[1], 0) and _int_kind(n), lambda g, n: n.args[0]),
     ("0 + x -> x (int)", "add", lambda n: _is(n.args[0], 0) and _int_kind(n), lambda g, n: n.args[1]),
-    # -0.0 is the float additive identity
-    ("x + (-0.0) -> x", "add", lambda n: _is(n.args[1], 0, negative_zero=True), lambda g, n: n.args[0]),
+    # -0.0 is the float additive identity (a complex -0.0 is -0.0+0j: it turns an imaginary -0.0 into +0.0)
+    ("x + (-0.0) -> x", "add", lambda n: _is(n.args[1], 0, negative_zero=True) and _real(n),
+     lambda g, n: n.args[0]),
     ("x ** 1 -> x", "power", lambda n: _is(n.args[1], 1), lambda g, n: n.args[0]),
     # NumPy's float power computes x*x for this exponent
     ("x ** 2 -> square(x)", "power", lambda n: _is(n.args[1], 2) and n.dtype.kind == "f",

@@ -84,6 +84,10 @@ for _op, _kind in UNARY.items():
 for _op in ("floor", "ceil", "trunc", "rint", "sign"):  # zero almost everywhere (next to a smooth term)
     case(_op, "2d", lambda a, f=getattr(np, _op): f(a * 3.0) * 0.5 + a, (S2, "away"))
 case("round", "2d", lambda a: np.round(a * 3.0, 1) + a, (S2, "away"))
+# of a real array: itself, itself and zeros (no gradient flows through complex values)
+case("conjugate", "2d", lambda a: np.conjugate(a) * a, (S2, "any"))
+case("real", "2d", lambda a: a.real * a, (S2, "any"))
+case("imag", "2d", lambda a: np.imag(a) + a * a, (S2, "any"))
 
 BINARY = {"add": ("any", "any"), "subtract": ("any", "any"), "multiply": ("any", "any"), "divide": ("any", "pos"),
           "power": ("pos", "any"), "float_power": ("pos", "any"), "maximum": ("apart", "apart"),

@@ -666,7 +666,7 @@ def exp_with_out(x, y):
     return y * 2
 
 
-def reads_complex(x):
+def reads_complex(x):  # long double complex: NumPy's widest complex, not handled
     scale = 2
     return np.exp(x) * scale  # BREAK
 
@@ -703,7 +703,8 @@ FALLBACKS = [
     Fallback(calls_item, lambda: (randn(3),), ".item"),
     Fallback(calls_tolist, lambda: (randn(3),), ".tolist"),
     Fallback(data_dependent_if, lambda: (randn(4),), "data-dependent"),
-    Fallback(reads_complex, lambda: (randn(3) + 1j * randn(3),), "complex128"),
+    Fallback(reads_complex, lambda: ((randn(3) + 1j * randn(3)).astype(np.clongdouble),),
+             str(np.dtype(np.clongdouble))),
     Fallback(reads_object_array, lambda: (np.array([1, "a", 2.5], dtype=object),), "object"),
     Fallback(reads_matrix, lambda: (matrix_input(),), "matrix"),
 ]

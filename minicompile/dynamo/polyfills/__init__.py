@@ -22,7 +22,7 @@ time (:func:`~.base.at_trace_time`); a check NumPy makes is
 graph runs); a Python bool computed from arrays is :func:`~.base.python_bool`.
 
 ==============  ==============================================================
-``elementwise``  sinc, angle, isneginf, isposinf, isreal, iscomplex, select,
+``elementwise``  sinc, angle, real, imag, isneginf, isposinf, isreal, iscomplex, select,
                  array_equal, array_equiv, allclose
 ``shapes``       append, delete, insert, fliplr, flipud, diagflat, hsplit,
                  vsplit, dsplit, indices, tril_indices, triu_indices (+ _from)

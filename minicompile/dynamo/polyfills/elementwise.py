@@ -1,16 +1,18 @@
 """Elementwise functions and comparisons of whole arrays, written as the ufuncs they are made of.
 
 In:  the arguments of the user's call, as NumPy takes them.
-Out: registered polyfills for ``np.sinc``, ``np.angle``, ``np.isneginf``,
-     ``np.isposinf``, ``np.isreal``, ``np.iscomplex`` and ``np.select`` (an
-     array, or a NumPy scalar where NumPy gives one), and for
-     ``np.array_equal``, ``np.array_equiv`` and ``np.allclose`` (a Python bool).
+Out: registered polyfills for ``np.sinc``, ``np.angle``, ``np.real``,
+     ``np.imag``, ``np.isneginf``, ``np.isposinf``, ``np.isreal``,
+     ``np.iscomplex`` and ``np.select`` (an array, or a NumPy scalar where
+     NumPy gives one), and for ``np.array_equal``, ``np.array_equiv`` and
+     ``np.allclose`` (a Python bool).
 
 Each follows NumPy's own source step by step (the same ufuncs in the same
 order, the same Python-scalar arguments), so dtypes (NEP 50), rounding and
-errors agree by construction.  Arrays in a graph are never complex, so the
-complex branches of NumPy's code are left out; complex Python values never
-get here (the interpreter answers them at trace time, see numpy_calls.BY_TYPE).
+errors agree by construction, complex arrays included (``np.real(z)`` is
+``z.real``, a view).  ``np.isreal``/``np.iscomplex`` of a real array are
+answered at trace time (see numpy_calls.BY_TYPE); of a complex one they
+compare its imaginary part here.
 """
 from __future__ import annotations
 
@@ -32,10 +34,28 @@ def sinc(x):
 @polyfill(np.angle)
 def angle(z, deg=False):
     z = np.asarray(z)
-    a = np.arctan2(0, z)  # a real z has no imaginary part: 0 or pi
+    if z.dtype.kind == "c":
+        zimag, zreal = z.imag, z.real
+    else:
+        zimag, zreal = 0, z  # a real z has no imaginary part: 0 or pi
+    a = np.arctan2(zimag, zreal)
     if deg:
         a *= 180 / np.pi
     return a
+
+
+@polyfill(np.real)
+def real(val):
+    if isinstance(val, (list, tuple)):
+        val = np.asarray(val)
+    return val.real
+
+
+@polyfill(np.imag)
+def imag(val):
+    if isinstance(val, (list, tuple)):
+        val = np.asarray(val)
+    return val.imag
 
 
 @polyfill(np.isneginf)
@@ -51,12 +71,16 @@ def isposinf(x, out=None):
 @polyfill(np.isreal)
 def isreal(x):
     x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return x.imag == 0
     return np.zeros_like(x) == 0  # NumPy's imag(x) == 0: the imaginary part of a real array is zeros
 
 
 @polyfill(np.iscomplex)
 def iscomplex(x):
     x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return x.imag != 0
     return np.zeros_like(x, dtype=bool)[()]  # [()]: a NumPy scalar for a 0-d x
 
 

@@ -302,8 +302,36 @@ def get_attr(tx: "InstructionTranslator", arr: ArrayVariable, name: str) -> Vari
         return wrap_value(facts[name])
     if name == "T":
         return tx.output.call("transpose", {"a": arr, "axes": ConstantVariable(None)})
+    if name in ("real", "imag"):
+        return complex_part(tx, arr, name)
     if callable(getattr(np.ndarray, name, None)):
         # Every method, supported or not (numpy_calls.METHODS): an unsupported
         # one breaks the graph where it is called, not here.
         return MethodVariable(arr, name)
     raise Unsupported(f"ndarray attribute .{name} is not supported yet")
+
+
+def complex_part(tx: "InstructionTranslator", arr: ArrayVariable, part: str) -> VariableTracker:
+    """``arr.real`` / ``arr.imag``.  Of a complex array, a view (writes through it
+    change ``arr``: functionalization.py scatters them back); of a real array,
+    ``.real`` is the array itself and ``.imag`` a new read-only array of zeros."""
+    if arr.node.meta.dtype.kind != "c" and part == "real":
+        return arr
+    result = tx.output.call(part, {"val": arr})
+    if arr.node.meta.dtype.kind != "c" and isinstance(result, ArrayVariable) and not result.scalar:
+        result.readonly = True
+    if arr.scalar and isinstance(result, ArrayVariable):
+        result.scalar = True  # a NumPy scalar's part is a NumPy scalar
+    return result
+
+
+def set_complex_part(tx: "InstructionTranslator", arr: ArrayVariable, part: str, value: VariableTracker) -> None:
+    """``arr.real = value`` / ``arr.imag = value``: NumPy writes ``value`` into the
+    part's view, as ``arr.real[...] = value`` does."""
+    if part == "imag" and arr.node.meta.dtype.kind != "c":
+        raise Unsupported("TypeError: array does not have imaginary part to set", numpy_error=True)
+    if arr.scalar or arr.storage is None:
+        raise Unsupported(f"AttributeError: attribute '{part}' of {arr.describe()} is not writable",
+                          numpy_error=True)
+    view = complex_part(tx, arr, part)
+    setitem(tx, view, ConstantVariable(Ellipsis), value)

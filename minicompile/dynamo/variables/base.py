@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
 
 # Python values that are baked into the graph as constants (and guarded on value).
-CONSTANT_TYPES = (bool, int, float, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
+CONSTANT_TYPES = (bool, int, float, complex, str, type(None), np.generic, np.dtype, slice, type(Ellipsis))
 
 
 def specialize_sizes(value: Any) -> Any:

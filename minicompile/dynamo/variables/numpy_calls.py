@@ -140,6 +140,7 @@ def _m_fill(self, value, /, *, _whole=(Ellipsis,)): ...  # the key of x[...] = v
 def _m_searchsorted(self, v, /, side="left", sorter=None): ...
 def _m_partition(self, kth, axis=-1, kind="introselect", order=None): ...
 def _m_trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None): ...
+def _m_conj(self, /): ...
 
 
 def _varargs(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -263,7 +264,11 @@ METHODS: dict[str, CallRule] = {
     "searchsorted": CallRule("searchsorted", _m_searchsorted, _SELF_A),
     "trace": CallRule("trace", _m_trace, _SELF_A),
     "astype": CallRule("astype", _m_astype, {"self": "x"}),
+    "conj": CallRule("conjugate", _m_conj, {"self": "x"}),
+    "conjugate": CallRule("conjugate", _m_conj, {"self": "x"}),
 }
+# Methods that hand back the array itself for a real dtype (no copy: ``x.conj() is x``).
+REAL_IDENTITY_METHODS = frozenset({"conj", "conjugate"})
 
 
 # -- Python's operators on arrays: the op each one calls --------------------------------
@@ -346,6 +351,9 @@ def call_method(tx: "InstructionTranslator", obj: VariableTracker, name: str, ar
         raise data_dependent(f"ndarray.{name}()", DATA_DEPENDENT_METHODS[name])
     if name not in METHODS:
         raise Unsupported(f"ndarray.{name}() is not supported (its result leaves the graph)")
+    if name in REAL_IDENTITY_METHODS and isinstance(obj, ArrayVariable) and not obj.scalar \
+            and obj.node.meta.dtype.kind != "c" and not args and not kwargs:
+        return obj
     result = call_numpy(tx, METHODS[name], [obj] + args, kwargs, f"ndarray.{name}")
     if isinstance(obj, ArrayVariable) and obj.scalar and isinstance(result, ArrayVariable) \
             and result.node.meta.ndim == 0:
@@ -445,11 +453,20 @@ def data_dependent(what: str, holds: str) -> Unsupported:
 
 
 # Their result depends on the types, dtypes and shapes of their arguments only (never
-# on array values, for the real dtypes a graph holds): NumPy runs them at trace time,
+# on array values, for real dtypes: see COMPLEX_VALUE_TESTS): NumPy runs them at trace time,
 # on stand-ins of the arguments.  Shapes and dtypes are guarded on every array.
 BY_TYPE = frozenset({np.iinfo, np.finfo, np.isscalar, np.iscomplex, np.isreal, np.iscomplexobj,
                      np.isrealobj, np.result_type, np.promote_types, np.can_cast, np.ndim, np.shape,
                      np.broadcast_shapes})
+# Of a complex array these read its values (is each imaginary part zero?): traced instead.
+COMPLEX_VALUE_TESTS = frozenset({np.iscomplex, np.isreal})
+
+
+def _reads_complex_values(fn: Any, args: list) -> bool:
+    return fn in COMPLEX_VALUE_TESTS and any(
+        isinstance(a, ArrayVariable) and a.node.meta.dtype.kind == "c" for a in args)
+
+
 # On arguments all known at trace time, NumPy's own answer is a Python value: fold it.
 FOLDED = BY_TYPE | {np.array_equal, np.allclose, np.array_equiv}
 
@@ -466,7 +483,7 @@ def call_library(tx: "InstructionTranslator", fn: Any, name: str, args: list, kw
         return _checked(tx, *args)
     if fn in DATA_DEPENDENT:
         raise data_dependent(f"np.{name}", DATA_DEPENDENT[fn])
-    if fn in FOLDED and (all_constant or fn in BY_TYPE):
+    if fn in FOLDED and (all_constant or (fn in BY_TYPE and not _reads_complex_values(fn, args))):
         folded = _fold(fn, name, args, kwargs)
         if folded is not None:
             return folded

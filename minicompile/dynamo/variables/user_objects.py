@@ -249,7 +249,13 @@ def _class_member(obj: VariableTracker, cls: type, name: str, static: Any) -> Va
 
 def store_attr(tx: "InstructionTranslator", obj: VariableTracker, name: str, value: VariableTracker) -> None:
     """``obj.name = value``: on an object of the caller's a side effect, seen by later
-    reads and replayed after the graph; on an object the trace made, its new state."""
+    reads and replayed after the graph; on an object the trace made, its new state.
+    An array's ``.real``/``.imag`` is a write through that part (arrays.set_complex_part)."""
+    from .arrays import ArrayVariable, set_complex_part
+
+    if isinstance(obj, ArrayVariable) and name in ("real", "imag"):
+        set_complex_part(tx, obj, name, value)
+        return
     if not isinstance(obj, (UserObjectVariable, NewObjectVariable)) or obj.source is None \
             and not isinstance(obj, NewObjectVariable):
         raise Unsupported(f"setting attribute .{name} of {obj.describe()}")

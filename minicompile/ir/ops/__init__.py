@@ -16,6 +16,7 @@ each family lives in its own module, in the order a reader meets them:
 ``scans``       ``cumsum``, ``cumprod``, ``diff``
 ``views``       reshape, transpose, squeeze, diagonal, concatenate, tile, pad,
                 roll, sliding windows; :func:`split_keys` for split's pieces
+``parts``       real, imag (views of a complex array) and the writes through them
 ``creation``    zeros, ones, full, empty (deterministic), ``_like``, arange,
                 linspace, eye, tri, asarray
 ``linalg``      matmul, dot, vdot, inner, outer, tensordot, einsum, convolve, cross
@@ -38,7 +39,7 @@ from .registry import (
     register,
 )
 from .pointwise import AT_UFUNCS, COMPARISONS, POINTWISE_UFUNCS, ufunc_loop_dtypes  # noqa: E402
-from . import reductions, scans, views, creation, linalg, indexing, sorting, checks, control  # noqa: E402,F401
+from . import reductions, scans, views, parts, creation, linalg, indexing, sorting, checks, control  # noqa: E402,F401
 from .views import split_keys  # noqa: E402
 
 __all__ = [

@@ -95,6 +95,7 @@ POINTWISE_UFUNCS = (
     # arithmetic
     np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
     np.power, np.square, np.negative, np.positive, np.absolute, np.maximum, np.minimum,
+    np.conjugate,
     # comparisons and logic
     np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
     np.logical_not, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert,

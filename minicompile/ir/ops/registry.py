@@ -9,7 +9,7 @@ An entry (:class:`OpDef`) holds what each stage needs to know about an op:
 * its **meta rule** — the output shape and dtype from the input shapes and
   dtypes (our stand-in for PyTorch's fake tensors), which also rejects what
   NumPy would reject (bad axis, mismatched shapes, integer overflow of a weak
-  Python int, complex/object/string/datetime dtypes) by raising the same
+  Python int, long-double/object/string/datetime dtypes) by raising the same
   exception type;
 * its **reference implementation** — plain NumPy, used by the graph
   interpreter (the ``eager`` backend) and as the oracle for every other backend;

@@ -58,8 +58,8 @@ from ...scheduler import Buffer, Kernel, Schedule
 from ....ir.symbolic import input_symbols, is_symbolic
 from . import interleave, matmul, reductions, streaming, tiling
 from ..common import LineWriter
-from .ops import ARRAY_DATA_OFFSET, HALF, HEADERS, ctype, includes, input_ctype, literal, op_template, render_index, \
-    temp_ctype
+from .ops import ARRAY_DATA_OFFSET, HALF, HEADERS, cast, ctype, includes, input_ctype, literal, op_template, \
+    render_index, temp_ctype
 
 # Below this many loop iterations a kernel runs on one thread: forking an
 # OpenMP team costs microseconds, more than the work itself.
@@ -98,7 +98,19 @@ class KernelWriter(LineWriter):
         # streamed chunk's L1 buffer, see streaming).
         self.store_to: dict[str, str] = {}
         self.streams = False  # a loop streams its stores: the translation unit includes streaming.HEADER
+        self.complex = any(v.dtype.kind == "c" for st in kernel.stores for v in L.walk(st.body))
         self.scheduled = False  # interleaved: compiled with GCC's early scheduler (interleave.HEADER)
+
+    def line(self, text: str) -> None:
+        """One line of C++.  A loop over complex values loses its ``simd`` clause:
+        under ``omp simd`` GCC keeps each complex temporary (a struct) in a
+        per-lane array in memory and vectorizes nothing, while without it GCC
+        vectorizes the loop on its own (and the loop still runs in order)."""
+        if self.complex and text.startswith("#pragma omp") and "simd" in text.split():
+            if text.startswith("#pragma omp simd"):
+                return
+            text = text.replace(" simd", "", 1)
+        super().line(text)
 
     # -- values -----------------------------------------------------------------
 
@@ -123,13 +135,13 @@ class KernelWriter(LineWriter):
             zero = "0.0f" if v.dtype.itemsize == 4 else "0.0"
             expr = f"(({ctype(v.dtype)})__builtin_trunc({self.compute(v.value.value)}) + {zero})"
         elif isinstance(v, L.Cast):
-            expr = f"({ctype(v.dtype)})({self.compute(v.value)})"
+            expr = cast(self.compute(v.value), v.dtype)
         elif v.name in MASKED_OPS:
             expr = self._masked(v)
         else:
             template = op_template(v.name, v.args[-1].dtype)
             operands = [self.compute(a) for a in v.args]
-            expr = f"({ctype(v.dtype)})({template.format(*operands)})"
+            expr = cast(template.format(*operands), v.dtype)
         name = self.tmp()
         self.line(f"{temp_ctype(v) if isinstance(v, L.Load) else ctype(v.dtype)} {name} = {expr};")
         self.memo[v] = name

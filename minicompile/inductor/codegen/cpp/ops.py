@@ -20,8 +20,9 @@ from ... import loop_ir as L
 # The hand-written C++, included by absolute path (codecache hashes the headers' contents too).
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # NumPy's division, remainder, power and NaN-propagating maximum/minimum; our
-# exp/log/tanh in float32 and float64; the reductions' helpers.
-HEADERS = ("mc_numpy_ops.h", "mc_math_f32.h", "mc_reductions.h", "mc_math_f64.h")
+# exp/log/tanh in float32 and float64; the reductions' helpers; NumPy's complex
+# arithmetic.
+HEADERS = ("mc_numpy_ops.h", "mc_math_f32.h", "mc_reductions.h", "mc_math_f64.h", "mc_complex.h")
 
 
 def includes(headers: list[str] | tuple[str, ...]) -> str:
@@ -43,6 +44,7 @@ CTYPES: dict[np.dtype, str] = {
     np.dtype(np.uint32): "uint32_t", np.dtype(np.uint64): "uint64_t",
     np.dtype(np.float16): "_Float16",
     np.dtype(np.float32): "float", np.dtype(np.float64): "double",
+    np.dtype(np.complex64): "mc_c64", np.dtype(np.complex128): "mc_c128",  # mc_complex.h
 }
 HALF = np.dtype(np.float16)
 # A bool array is read as bytes into an int: GCC does not vectorize a loop
@@ -80,32 +82,35 @@ HALF_OPS: dict[str, str] = {
 
 
 def _by_kind(**templates: str) -> dict[str, str]:
-    """``_by_kind(iu="...")`` -> ``{"i": "...", "u": "..."}``."""
+    """``_by_kind(iu="...")`` -> ``{"i": "...", "u": "..."}``; "c" is complex (mc_complex.h)."""
     return {k: t for kinds, t in templates.items() for k in kinds}
 
 
 # Scalar C++ for each lowered op, by the dtype kind of its loop inputs.  The
 # kinds listed here are exactly lowering.POINTWISE_KINDS (checked in tests).
 CPP_OPS: dict[str, dict[str, str]] = {
-    "add": _by_kind(b="{0} || {1}", iuf="{0} + {1}"),
-    "subtract": _by_kind(iuf="{0} - {1}"),
-    "multiply": _by_kind(b="{0} && {1}", iuf="{0} * {1}"),
-    "divide": _by_kind(f="{0} / {1}"),
+    "add": _by_kind(b="{0} || {1}", iuf="{0} + {1}", c="mc_cadd({0}, {1})"),
+    "subtract": _by_kind(iuf="{0} - {1}", c="mc_csub({0}, {1})"),
+    "multiply": _by_kind(b="{0} && {1}", iuf="{0} * {1}", c="mc_cmul({0}, {1})"),
+    "divide": _by_kind(f="{0} / {1}", c="mc_cdiv({0}, {1})"),
     "floor_divide": _by_kind(iu="mc_floordiv_int({0}, {1})", f="mc_floordiv_float({0}, {1})"),
     "remainder": _by_kind(iu="mc_remainder_int({0}, {1})", f="mc_remainder_float({0}, {1})"),
     "power": _by_kind(iu="mc_ipow({0}, (int64_t){1})", f="std::pow({0}, {1})"),
-    "square": _by_kind(iuf="{0} * {0}"),
-    "negative": _by_kind(iuf="-{0}"),
-    "positive": _by_kind(biuf="{0}"),
-    "absolute": _by_kind(b="{0}", i="({0} < 0 ? -{0} : {0})", u="{0}", f="std::fabs({0})"),
+    "square": _by_kind(iuf="{0} * {0}", c="mc_csquare({0})"),
+    "negative": _by_kind(iuf="-{0}", c="mc_cneg({0})"),
+    "positive": _by_kind(biufc="{0}"),
+    "conjugate": _by_kind(iuf="{0}", c="mc_cconj({0})"),
+    "absolute": _by_kind(b="{0}", i="({0} < 0 ? -{0} : {0})", u="{0}", f="std::fabs({0})", c="mc_cabs({0})"),
+    "real": _by_kind(c="{0}.re"),
+    "imag": _by_kind(c="{0}.im"),
     "maximum": _by_kind(b="{0} || {1}", iu="({0} >= {1} ? {0} : {1})", f="mc_maximum({0}, {1})"),
     "minimum": _by_kind(b="{0} && {1}", iu="({0} <= {1} ? {0} : {1})", f="mc_minimum({0}, {1})"),
     "less": _by_kind(biuf="{0} < {1}"),
     "less_equal": _by_kind(biuf="{0} <= {1}"),
     "greater": _by_kind(biuf="{0} > {1}"),
     "greater_equal": _by_kind(biuf="{0} >= {1}"),
-    "equal": _by_kind(biuf="{0} == {1}"),
-    "not_equal": _by_kind(biuf="{0} != {1}"),
+    "equal": _by_kind(biuf="{0} == {1}", c="mc_ceq({0}, {1})"),
+    "not_equal": _by_kind(biuf="{0} != {1}", c="mc_cne({0}, {1})"),
     "logical_not": _by_kind(biuf="!{0}"),
     "bitwise_and": _by_kind(biu="{0} & {1}"),
     "bitwise_or": _by_kind(biu="{0} | {1}"),
@@ -117,7 +122,7 @@ CPP_OPS: dict[str, dict[str, str]] = {
     "sqrt": _by_kind(f="std::sqrt({0})"),
     "sin": _by_kind(f="std::sin({0})"),
     "cos": _by_kind(f="std::cos({0})"),
-    "where": _by_kind(biuf="{0} ? {1} : {2}"),
+    "where": _by_kind(biufc="{0} ? {1} : {2}"),
 }
 
 
@@ -132,6 +137,15 @@ def ctype(dtype: np.dtype) -> str:
     return CTYPES[np.dtype(dtype)]
 
 
+def cast(expr: str, dtype: np.dtype) -> str:
+    """``expr`` converted to ``dtype``: a C cast, or for a complex dtype the
+    helper of mc_complex.h (its struct has no constructors to cast with)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return f"mc_to_c{dtype.itemsize * 8}({expr})"
+    return f"({ctype(dtype)})({expr})"
+
+
 def input_ctype(dtype: np.dtype) -> str:
     return "uint8_t" if np.dtype(dtype) == BOOL else ctype(dtype)
 
@@ -144,6 +158,10 @@ def literal(value: object, dtype: np.dtype) -> str:
     """A C++ literal of exactly ``value`` in ``dtype`` (hex floats: no rounding)."""
     dtype = np.dtype(dtype)
     t = ctype(dtype)
+    if dtype.kind == "c":
+        part = np.dtype(f"f{dtype.itemsize // 2}")
+        z = complex(value)
+        return f"{t}{{{literal(z.real, part)}, {literal(z.imag, part)}}}"
     if dtype.kind == "b":
         return "true" if value else "false"
     if dtype.kind == "f":

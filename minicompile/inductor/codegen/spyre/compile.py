@@ -347,7 +347,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
             lambda g, ex: compile_graph(g, ex, config=cfg, fuse=fuse, functional=functional, merge=merge))
     graph = decompositions.before_lowering(graph)
     scheduled = _unfused(graph) if not fuse else graph
-    sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse)
+    sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse,
+                               cannot_generate=scheduler.no_gathers_or_complex)
     steps = plan(sched, cfg, fuse)
     if merge:
         steps = [_checked(s) if isinstance(s, DeviceStep) else s for s in merge_steps(steps)]

@@ -89,7 +89,7 @@ def schedule_for_triton(graph: ir.Graph, example_inputs: list, on_gpu: bool = Fa
     def cannot_generate(node: L.Pointwise | L.Reduction) -> str | None:
         if node.name in host_only:
             return "made from Python values only: a NumPy array on the host, as eagerly"
-        return unsupported_node(node)
+        return scheduler.complex_values(node) or unsupported_node(node)
 
     return scheduler.schedule(graph, example_inputs, row_fusion=False, cannot_generate=cannot_generate)
 
