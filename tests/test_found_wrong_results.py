@@ -210,3 +210,25 @@ def test_a_value_numpy_refuses_to_store_raises_even_if_the_write_is_dead(backend
         warnings.simplefilter("ignore")
         mc.compile(fn, backend=backend)(a, c)
     np.testing.assert_array_equal(a, [4, 2, 0])
+
+
+@pytest.mark.parametrize("dtype, value", [(np.int64, -2.0 ** 63), (np.int32, -2.0 ** 31 - 0.5), (np.int8, 127.9),
+                                          (np.uint8, -1.0), (np.uint8, np.nan), (np.int8, 128.0)])
+def test_the_conversion_check_accepts_what_numpy_accepts(backend, dtype, value):
+    """At the integer's edges the check agrees with NumPy: int64's -2**63 fits, a
+    float into an unsigned array is cast without a check (NumPy's own rule)."""
+    def store(a, c):
+        a[0] = c.sum() * 1.0
+        return a
+
+    c = np.array([value])
+    try:
+        expected = store(np.zeros(2, dtype), c)
+    except OverflowError:
+        with warnings.catch_warnings(), pytest.raises(OverflowError):
+            warnings.simplefilter("ignore")
+            mc.compile(store, backend=backend)(np.zeros(2, dtype), c)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's own cast warning, both sides
+        np.testing.assert_array_equal(mc.compile(store, backend=backend)(np.zeros(2, dtype), c), expected)

@@ -232,19 +232,24 @@ def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
 
 def stored_strictly(tx: "InstructionTranslator", value: VariableTracker, dtype: np.dtype) -> VariableTracker:
     """``value`` as written into an array of ``dtype``: a NumPy float scalar the graph
-    computed, stored into an integer array, is converted as Python's ``int()``
+    computed, stored into a signed integer array, is converted as Python's ``int()``
     converts (NaN, an infinity or a value outside the integer's range raise,
     where a 0-d array would be cast silently), so the graph checks it first.  The
     check runs even when nothing reads the write; a failed one runs the frame as
-    Python, where NumPy raises its own error.  Bounds a float cannot hold exactly
-    are rounded inwards: a value at the very edge runs as Python too."""
+    Python, where NumPy raises its own error."""
     if not (isinstance(value, ArrayVariable) and value.scalar and value.node.meta.dtype.kind == "f"
-            and np.dtype(dtype).kind in "iu"):
-        return value
+            and np.dtype(dtype).kind == "i"):
+        return value  # (NumPy casts a float scalar into an unsigned array unsafely, never raising)
+    # int() truncates toward zero: v fits when -2**(bits-1) - 1 < v < 2**(bits-1),
+    # compared in float64 (for int64, -2**63 - 1 is no float64, and none lies
+    # between it and -2**63, so v >= -2**63 says the same).
     bits = np.dtype(dtype).itemsize * 8
-    low, high = (-(2.0 ** (bits - 1)) - 1, 2.0 ** (bits - 1)) if np.dtype(dtype).kind == "i" else (-1.0, 2.0 ** bits)
-    inside = tx.output.call("logical_and", {"x1": tx.output.call("greater", {"x1": value, "x2": low}),
-                                            "x2": tx.output.call("less", {"x1": value, "x2": high})})
+    high = np.float64(2.0 ** (bits - 1))
+    if bits == 64:
+        above = tx.output.call("greater_equal", {"x1": value, "x2": np.float64(-(2.0 ** 63))})
+    else:
+        above = tx.output.call("greater", {"x1": value, "x2": np.float64(-(2.0 ** (bits - 1)) - 1)})
+    inside = tx.output.call("logical_and", {"x1": above, "x2": tx.output.call("less", {"x1": value, "x2": high})})
     bad = tx.output.call("logical_not", {"x": inside})
     checked = tx.output.call("check", {"a": value, "bad": bad, "error": "ValueError",
                                        "message": f"cannot convert the value to {np.dtype(dtype)}"})

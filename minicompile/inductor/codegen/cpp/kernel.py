@@ -58,7 +58,7 @@ from ...scheduler import Buffer, Kernel, Schedule
 from ....ir.symbolic import input_symbols, is_symbolic
 from . import interleave, matmul, reductions, streaming, tiling
 from ..common import LineWriter
-from .ops import ARRAY_DATA_OFFSET, HALF, HEADERS, cast, ctype, includes, input_ctype, literal, op_template, \
+from .ops import ARRAY_DATA_OFFSET, COMPLEX_HEADER, HALF, HEADERS, cast, ctype, includes, input_ctype, literal, op_template, \
     render_index, temp_ctype
 
 # Below this many loop iterations a kernel runs on one thread: forking an
@@ -549,6 +549,8 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     kernel's entry computes both (arguments ``A, B, product, its own...``) and
     ``mm_<name>``'s argument list is empty: the wrapper only allocates the product."""
     headers = list(HEADERS)
+    if any(b.dtype.kind == "c" for b in schedule.buffers.values()):
+        headers.append(COMPLEX_HEADER)
     parts: list[str] = []
     args: dict[str, list[str]] = {}
     # Size symbols (dynamic shapes): every kernel takes each as an int64_t, last.

@@ -20,9 +20,10 @@ from ... import loop_ir as L
 # The hand-written C++, included by absolute path (codecache hashes the headers' contents too).
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 # NumPy's division, remainder, power and NaN-propagating maximum/minimum; our
-# exp/log/tanh in float32 and float64; the reductions' helpers; NumPy's complex
-# arithmetic.
-HEADERS = ("mc_numpy_ops.h", "mc_math_f32.h", "mc_reductions.h", "mc_math_f64.h", "mc_complex.h")
+# exp/log/tanh in float32 and float64; the reductions' helpers.  NumPy's complex
+# arithmetic (COMPLEX_HEADER) only where a kernel computes on complex values.
+HEADERS = ("mc_numpy_ops.h", "mc_math_f32.h", "mc_reductions.h", "mc_math_f64.h")
+COMPLEX_HEADER = "mc_complex.h"
 
 
 def includes(headers: list[str] | tuple[str, ...]) -> str:
