@@ -232,3 +232,21 @@ def test_the_conversion_check_accepts_what_numpy_accepts(backend, dtype, value):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # NumPy's own cast warning, both sides
         np.testing.assert_array_equal(mc.compile(store, backend=backend)(np.zeros(2, dtype), c), expected)
+
+
+@pytest.mark.parametrize("key", ["0", "1:", "...", "None", "[0, 1]", "np.array([-1, 0])", "[True, False, True]"])
+def test_a_computed_nan_is_refused_only_where_numpy_refuses_it(backend, key):
+    """Basic indexing converts the value as int() does (NaN raises); an integer or
+    boolean array key casts it as an array (NaN becomes -2**63, no error)."""
+    namespace = {"np": np}
+    exec(f"def store(a, c):\n    a[{key}] = c.sum() * 0 + np.nan\n    return a\n", namespace)
+    store, c = namespace["store"], np.array([1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's cast warning; the compiled call's fallback
+        try:
+            expected = store(np.zeros(3, np.int64), c)
+        except ValueError:
+            with pytest.raises(ValueError):
+                mc.compile(store, backend=backend)(np.zeros(3, np.int64), c)
+            return
+        np.testing.assert_array_equal(mc.compile(store, backend=backend)(np.zeros(3, np.int64), c), expected)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...ir import OPS, Node
+from ...ir.symbolic import Sym
 from ..exc import Unsupported
 from ..source import Source
 from .base import ConstantVariable, MethodVariable, VariableTracker, specialize_sizes
@@ -225,14 +226,24 @@ def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
     if arr.storage is None:
         raise Unsupported(f"TypeError: {arr.describe()} does not support item assignment",
                           numpy_error=True)
-    value = stored_strictly(tx, value, arr.node.meta.dtype)
-    updated = tx.output.call("setitem", {"a": arr, "key": index_key(key), "value": value})
+    canonical = index_key(key)
+    if _basic_key(canonical):  # an integer or boolean array key casts the value as an array
+        value = stored_strictly(tx, value, arr.node.meta.dtype)
+    updated = tx.output.call("setitem", {"a": arr, "key": canonical, "value": value})
     update_array(tx, arr, updated, "item assignment")
+
+
+def _basic_key(key: Any) -> bool:
+    """A key of integers, slices, ``None`` and ``...`` only (NumPy's basic indexing)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(p is None or p is Ellipsis or isinstance(p, (slice, Sym))
+               or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))) for p in parts)
 
 
 def stored_strictly(tx: "InstructionTranslator", value: VariableTracker, dtype: np.dtype) -> VariableTracker:
     """``value`` as written into an array of ``dtype``: a NumPy float scalar the graph
-    computed, stored into a signed integer array, is converted as Python's ``int()``
+    computed, stored into a signed integer array (by basic indexing or ``fill``;
+    an array key casts it as an array), is converted as Python's ``int()``
     converts (NaN, an infinity or a value outside the integer's range raise,
     where a 0-d array would be cast silently), so the graph checks it first.  The
     check runs even when nothing reads the write; a failed one runs the frame as
