@@ -4,14 +4,20 @@ known to differ from CuPy eager.
 
 In:  a compiled result and CuPy eager's, nested tuples of arrays; ``asnumpy``
      copies a device array to the host for the values.
-Out: :func:`assert_same_on_device` raises AssertionError at the first
-     difference in kind of result, dtype, shape or value.
+Out: :func:`check_batch_on_device` runs an op-info batch both ways and
+     compares; :func:`assert_same_on_device` raises AssertionError at the first
+     difference in kind of result, dtype, shape or value;
+     :func:`with_known_divergences` marks the batches listed below.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
+import pytest
+
+import minicompile as mc
 
 # Batches of the op-info table where the compiled result differs from CuPy
 # eager in kind (never in value), with why.  Capture computes a result that
@@ -53,3 +59,28 @@ def assert_same_on_device(actual: Any, expected: Any, where: str, asnumpy: Calla
         np.testing.assert_allclose(a, e, rtol=10 * rtol, atol=10 * atol, equal_nan=True, err_msg=where)
     else:
         np.testing.assert_array_equal(a, e, err_msg=where)
+
+
+def with_known_divergences(batches: list) -> list:
+    """The batches as pytest parameters, those of KNOWN_DIVERGENCES strictly expected to fail."""
+    return [pytest.param(b, marks=pytest.mark.xfail(reason=KNOWN_DIVERGENCES[b.id], strict=True))
+            if b.id in KNOWN_DIVERGENCES else b for b in batches]
+
+
+def check_batch_on_device(batch: Any, cp: Any, backend: str, opinfo: Any, fallback_fails: bool = False) -> None:
+    """One op-info batch on ``cp``'s arrays: CuPy eager (a refusal skips the test:
+    CuPy lacks what NumPy has), then compiled with ``backend``, compared.
+    ``fallback_fails``: the compiled call running as Python instead is a failure."""
+    fn, args = batch.function(), [cp.asarray(a) for a in batch.args()]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            expected = fn(*args)
+        except Exception as why:
+            pytest.skip(f"CuPy eager raises {type(why).__name__}: {why}")
+        if fallback_fails:
+            warnings.filterwarnings("error", message="minicompile")
+        actual = mc.compile(fn, backend=backend)(*args)
+    if batch.code in opinfo.UNDEFINED_VALUES:
+        actual, expected = (tuple(cp.zeros_like(v) for v in r) for r in (actual, expected))
+    assert_same_on_device(actual, expected, batch.source(), cp.asnumpy, opinfo.TOLERANCE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ except Exception:  # no driver
 pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device")
 
 import minicompile as mc  # noqa: E402
-from device_results import KNOWN_DIVERGENCES, assert_same_on_device  # noqa: E402
+from device_results import check_batch_on_device, with_known_divergences  # noqa: E402
 from minicompile.examples import decoder_block as D  # noqa: E402
 
 
@@ -42,23 +41,12 @@ OPINFO = _opinfo() if HAVE_GPU else None
 # dtypes, shapes and layouts): the table's reach at an eighth of its compile time.
 # MINICOMPILE_GPU_OPINFO_FROM=k starts at the k-th form (another eighth).
 BATCHES = OPINFO.CPP_BATCHES[int(os.environ.get("MINICOMPILE_GPU_OPINFO_FROM", 0))::8] if OPINFO else []
-PARAMS = [pytest.param(b, marks=pytest.mark.xfail(reason=KNOWN_DIVERGENCES[b.id], strict=True))
-          if b.id in KNOWN_DIVERGENCES else b for b in BATCHES]
+PARAMS = with_known_divergences(BATCHES)
 
 
 @pytest.mark.parametrize("batch", PARAMS, ids=[b.id for b in BATCHES])
 def test_opinfo_on_cupy_matches_cupy_eager(batch):
-    fn, args = batch.function(), [cp.asarray(a) for a in batch.args()]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            expected = fn(*args)
-        except Exception as why:  # CuPy refuses what NumPy accepts (a keyword CuPy lacks)
-            pytest.skip(f"CuPy eager raises {type(why).__name__}: {why}")
-        actual = mc.compile(fn, backend="triton")(*args)
-    if batch.code in OPINFO.UNDEFINED_VALUES:
-        actual, expected = (tuple(cp.zeros_like(v) for v in r) for r in (actual, expected))
-    assert_same_on_device(actual, expected, batch.source(), cp.asnumpy, OPINFO.TOLERANCE)
+    check_batch_on_device(batch, cp, "triton", OPINFO)
 
 
 def test_gathers_on_the_gpu_wrap_as_cupy_does():

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minicompile as mc
-from device_results import KNOWN_DIVERGENCES, assert_same_on_device
+from device_results import check_batch_on_device, with_known_divergences
 
 
 def _opinfo():
@@ -35,25 +34,12 @@ def _opinfo():
 
 
 OPINFO = _opinfo()
-BATCHES = [pytest.param(b, marks=pytest.mark.xfail(reason=KNOWN_DIVERGENCES[b.id], strict=True))
-           if b.id in KNOWN_DIVERGENCES else b for b in OPINFO.CPP_BATCHES]
+BATCHES = with_known_divergences(OPINFO.CPP_BATCHES)
 
 
 @pytest.mark.parametrize("batch", BATCHES, ids=[b.id for b in OPINFO.CPP_BATCHES])
 def test_opinfo_on_cupy_double_matches_cupy_eager(batch, fake_cupy):
-    cp = fake_cupy.module
-    fn, args = batch.function(), [cp.asarray(a) for a in batch.args()]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        try:
-            expected = fn(*args)
-        except Exception as why:  # CuPy refuses what NumPy accepts (a keyword CuPy lacks)
-            pytest.skip(f"CuPy eager raises {type(why).__name__}: {why}")
-        warnings.filterwarnings("error", message="minicompile")  # a fallback to Python fails
-        actual = mc.compile(fn, backend="eager")(*args)
-    if batch.code in OPINFO.UNDEFINED_VALUES:
-        actual, expected = (tuple(cp.zeros_like(v) for v in r) for r in (actual, expected))
-    assert_same_on_device(actual, expected, batch.source(), cp.asnumpy, OPINFO.TOLERANCE)
+    check_batch_on_device(batch, fake_cupy.module, "eager", OPINFO, fallback_fails=True)
 
 
 def test_the_double_refuses_keywords_cupy_lacks(fake_cupy):
