@@ -335,6 +335,20 @@ def masked_parts(op: L.Op) -> tuple[L.Load, L.Value, L.Value, tuple[int, ...]]:
     return guard, value, fill, tuple(b.value if isinstance(b.value, Sym) else int(b.value) for b in bounds)
 
 
+def border_checks(guard: L.Load, bounds: tuple) -> list[tuple[L.Expr, str, Any]]:
+    """The tests a ``pad_select`` needs, as ``(index, ">=" or "<", bound)``: only those
+    its guard's index can fail (it may be negative, or reach its axis' size; a
+    symbolic size is always tested).  Every code generator renders these."""
+    checks = []
+    for e, n in zip(guard.index, bounds):
+        lo, hi = e.bounds()
+        if lo < 0:
+            checks.append((e, ">=", 0))
+        if is_symbolic(n) or hi >= n:
+            checks.append((e, "<", n))
+    return checks
+
+
 def map_loads_guarded(value: L.Value, fn, memo: dict | None = None) -> L.Value:
     """``loop_ir.map_loads``, except that a mask's guard is left alone: only
     the value it guards is rewritten (inlining must not erase the check)."""

@@ -53,7 +53,7 @@ from typing import Callable, Iterator
 
 from .... import config
 from ... import loop_ir as L
-from ...lowering import MASKED_OPS, data_loads, masked_parts
+from ...lowering import MASKED_OPS, border_checks, data_loads, masked_parts
 from ...scheduler import Buffer, Kernel, Schedule
 from ....ir.symbolic import input_symbols, is_symbolic
 from . import interleave, matmul, reductions, streaming, tiling
@@ -151,13 +151,7 @@ class KernelWriter(LineWriter):
         """``pad_select``: the fill, or the guarded value computed inside an
         ``if`` on the guard's bounds, so a padded border never reads memory."""
         guard, value, fill, shape = masked_parts(v)
-        checks = []
-        for e, n in zip(guard.index, shape):
-            lo, hi = e.bounds()
-            if lo < 0:
-                checks.append(f"{render_index(e)} >= 0")
-            if hi >= n:
-                checks.append(f"{render_index(e)} < {n}")
+        checks = [f"{render_index(e)} {cmp} {n}" for e, cmp, n in border_checks(guard, shape)]
         if not checks:
             return self.value(value)
         name = self.tmp("m")

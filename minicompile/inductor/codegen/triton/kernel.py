@@ -55,7 +55,7 @@ import numpy as np
 
 from ....ir.symbolic import free_symbols, is_symbolic, size_hint
 from ... import loop_ir as L
-from ...lowering import MASKED_OPS, data_loads, masked_parts
+from ...lowering import MASKED_OPS, border_checks, data_loads, masked_parts
 from ...scheduler import Buffer, Kernel
 from ..common import LineWriter
 from .ops import (F32, FLOAT64_OPS, HALF, HALF_OPS, NATURAL, REDUCTION_COMBINE, REDUCTION_FINAL, TRITON_OPS,
@@ -259,13 +259,7 @@ class ValueWriter(LineWriter):
         padded border), else the guarded value, whose loads are masked by the same
         check so that a border lane never reads memory."""
         guard, value, fill, bounds = masked_parts(v)
-        checks = []
-        for e, n in zip(guard.index, bounds):
-            lo, hi = e.bounds()
-            if lo < 0:
-                checks.append(f"(({render_index(e)}) >= 0)")
-            if is_symbolic(n) or hi >= n:
-                checks.append(f"(({render_index(e)}) < {size_text(n)})")
+        checks = [f"(({render_index(e)}) {cmp} {size_text(n)})" for e, cmp, n in border_checks(guard, bounds)]
         if not checks:
             return self.value(value)
         inside = self.tmp("inside")
