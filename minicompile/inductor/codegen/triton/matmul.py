@@ -18,11 +18,21 @@ A batched matmul (``[B, M, K] @ [B, K, N]``, either side possibly 2-D or of
 batch 1 and broadcast as ``np.matmul`` does) is the same loop with the batch
 in the program id: programs ``b * tiles .. (b + 1) * tiles - 1`` compute
 matrix ``b``, and an operand that is broadcast over the batch has batch
-stride 0.  A stacked matmul (``[..., M, K] @ [K, N]`` of four or more
+stride 0.  Any number of batch dimensions
+(attention's ``[B, H, S, D] @ [B, H, D, S]``) is one batch axis: the program's
+matrix index is unravelled into them, each operand reading its own strides
+(0 where it is broadcast).  A stacked matmul (``[..., M, K] @ [K, N]`` of four or more
 dimensions, a 1x1 convolution of ``[N, H, W, C]`` activations) is one 2-D
 product whose rows are ``a``'s leading dimensions taken together (they must
 lie in memory as one axis); the epilogue's loop variables are unravelled
 from the row.
+
+An operand is a buffer or a view of one at fixed strides (``k.transpose(0, 1,
+3, 2)``, ``x.T``, a slice, a reshape that moves no data): the template reads the
+view's elements straight from the buffer, so the view is never copied for BLAS.
+Every matmul of float32/float16 operands is then a Triton kernel; on CuPy
+arrays that also keeps cuBLAS, which CuPy does not let a CUDA graph capture,
+out of ``mode="reduce-overhead"``'s graphs.
 """
 from __future__ import annotations
 
@@ -33,13 +43,24 @@ import numpy as np
 
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
-from ...lowering import data_loads
+from ...lowering import data_loads, lower
 from . import kernel as tg
 from .ops import triton_type
 from ...scheduler import Buffer, Kernel, Schedule
 from .versions import DOT_IEEE
 
 MATMUL_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How the template reads one operand: from ``buffer``, at ``offset`` plus
+    ``strides`` (in elements, one per dimension of the operand's ``shape``)."""
+
+    buffer: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
 
 
 @dataclass
@@ -52,8 +73,8 @@ class MatmulTemplate:
     output (``a`` and ``b`` are 2-D or 3-D, a batch of 1 broadcasts)."""
 
     name: str  # the matmul node
-    a: str
-    b: str
+    a: Operand
+    b: Operand
     m: int
     n: int
     k: int
@@ -61,14 +82,19 @@ class MatmulTemplate:
     epilogue: Kernel | None
     store_product: bool
     origins: list[str] = field(default_factory=list)
-    batch: int | None = None
+    batch_shape: tuple[int, ...] | None = None  # a batched product: the output's leading dimensions
     rows: tuple[int, ...] | None = None  # a stacked product: the output's leading dimensions
+
+    @property
+    def batch(self) -> int | None:
+        """The number of matrices of a batched product (None for 2-D and stacked ones)."""
+        return None if self.batch_shape is None else math.prod(self.batch_shape)
 
     @property
     def shape(self) -> tuple[int, ...]:
         if self.rows is not None:
             return self.rows + (self.n,)
-        return (self.m, self.n) if self.batch is None else (self.batch, self.m, self.n)
+        return (self.m, self.n) if self.batch_shape is None else self.batch_shape + (self.m, self.n)
 
     @property
     def stores(self) -> list[str]:
@@ -76,27 +102,50 @@ class MatmulTemplate:
         return outs + ([s.buffer for s in self.epilogue.pointwise] if self.epilogue else [])
 
 
-def _template_for(ext: L.Extern, buffers: dict[str, Buffer]) -> tuple[str, str] | None:
-    """(a, b) when ``ext`` is a 2-D, batched 3-D or stacked matmul (see the module
-    docstring) of two same-dtype float16/float32 buffers."""
+def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand] | None:
+    """The operands when ``ext`` is a 2-D, batched or stacked matmul (see the module
+    docstring) of two same-dtype float16/float32 arrays at fixed strides."""
     if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) < 2:
         return None
-    refs = ext.args
-    if not all(isinstance(r, L.BufferRef) and r.name in buffers for r in refs):
-        return None  # a view operand: NumPy hands it to BLAS, we keep the Extern
-    a, b = (buffers[r.name] for r in refs)
-    if len(ext.shape) > 3 and not (len(b.shape) == 2 and _row_stride(a) is not None):
+    if not all(isinstance(r, L.BufferRef) for r in ext.args):
         return None
-    if len(ext.shape) <= 3 and (len(a.shape) not in (2, 3) or len(b.shape) not in (2, 3)):
+    a, b = (_strided(r.name, schedule) for r in ext.args)
+    if a is None or b is None or len(a.shape) < 2 or len(b.shape) < 2:
+        return None  # a view at no fixed strides (NumPy copies it for BLAS), or a vector
+    if len(ext.shape) > 3 and len(b.shape) == 2 and _row_stride(a) is None:
+        return None  # stacked, but a's rows do not lie as one axis
+    dtype = schedule.buffers[a.buffer].dtype
+    if schedule.buffers[b.buffer].dtype != dtype or dtype not in MATMUL_DTYPES or ext.dtype != dtype:
         return None
-    if a.dtype != b.dtype or a.dtype not in MATMUL_DTYPES:
+    if 0 in ext.shape or a.shape[-1] == 0:
         return None
-    if ext.dtype != a.dtype or 0 in a.shape or 0 in b.shape:
-        return None
-    return refs[0].name, refs[1].name
+    return a, b
 
 
-def _row_stride(a: Buffer) -> int | None:
+def _strided(name: str, schedule: Schedule) -> Operand | None:
+    """``name`` as an :class:`Operand`: a buffer, or a chain of views of one whose
+    index into it is affine (no division or remainder, so its elements lie at fixed
+    strides).  None for any other view, and for a view of symbolic sizes."""
+    if name in schedule.buffers:
+        buf = schedule.buffers[name]
+        return Operand(name, tuple(buf.shape), tuple(buf.strides))
+    node = next((n for n in schedule.graph.nodes if n.name == name), None)
+    if node is None or node.kind != "call" or is_symbolic(node.shape):
+        return None
+    low = lower(node)
+    if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
+        return None
+    source = _strided(low.body.buffer, schedule)
+    if source is None or is_symbolic(source.shape) or is_symbolic(source.strides):
+        return None
+    flat = L.linearize(low.body.index, source.strides) + source.offset
+    if not all(isinstance(atom, L.Var) and isinstance(c, int) for atom, c in flat.terms):
+        return None
+    strides = tuple(flat.coeff(v) if n != 1 else 0 for v, n in zip(low.vars, node.shape))
+    return Operand(source.buffer, tuple(node.shape), strides, flat.const)
+
+
+def _row_stride(a: Operand) -> int | None:
     """The stride of one row when ``a``'s leading dimensions (all but the last)
     lie in memory as one axis of rows, else None (or for symbolic sizes)."""
     lead = [(d, s) for d, s in zip(a.shape[:-1], a.strides[:-1]) if d != 1]
@@ -116,7 +165,7 @@ def _reads(step) -> set[str]:
     if isinstance(step, L.Extern):
         return set(step.inputs)
     if isinstance(step, MatmulTemplate):
-        reads = {step.a, step.b}
+        reads = {step.a.buffer, step.b.buffer}
         return reads | (_reads(step.epilogue) if step.epilogue else set())
     return set()
 
@@ -138,7 +187,7 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
     i = 0
     while i < len(steps):
         step = steps[i]
-        operands = _template_for(step, schedule.buffers) if isinstance(step, L.Extern) else None
+        operands = _template_for(step, schedule) if isinstance(step, L.Extern) else None
         if operands is None:
             out.append(step)
             i += 1
@@ -148,14 +197,15 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
         later = steps[i + (2 if epilogue else 1):]
         needed = (step.name in outputs or step.name in view_bases
                   or any(step.name in _reads(s) for s in later))
-        (m, n), k = step.shape[-2:], schedule.buffers[operands[0]].shape[-1]
-        batch = step.shape[0] if len(step.shape) == 3 else None
-        rows = tuple(step.shape[:-1]) if len(step.shape) > 3 else None
+        (m, n), k = step.shape[-2:], operands[0].shape[-1]
+        stacked = len(step.shape) > 3 and len(operands[1].shape) == 2
+        rows = tuple(step.shape[:-1]) if stacked else None
+        batch_shape = tuple(step.shape[:-2]) if len(step.shape) > 2 and not stacked else None
         if rows is not None:
             m = math.prod(rows)
         origins = [step.name] + (list(epilogue.origins) if epilogue else [])
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
-                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch, rows))
+                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch_shape, rows))
         i += 2 if epilogue else 1
     buffers = dict(schedule.buffers)
     for s in out:
@@ -168,9 +218,9 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     """The template's source: tiled ``tl.dot`` loop, then the epilogue on the tile."""
     outs = t.stores
     w = tg.ValueWriter(buffers, set(outs))
-    a, b = buffers[t.a], buffers[t.b]
-    w.pointer(t.a), w.pointer(t.b)
-    sizes = [a.numel, b.numel, t.m * t.n * (t.batch or 1)]
+    a, b = t.a, t.b
+    w.pointer(a.buffer), w.pointer(b.buffer)
+    sizes = [buffers[a.buffer].numel, buffers[b.buffer].numel, t.m * t.n * (t.batch or 1)]
     big = is_symbolic(sizes) or max(sizes) >= 2**31  # symbolic: 64-bit, right for any size
     pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
     w.line(f"M, N, K = {t.m}, {t.n}, {t.k}")
@@ -196,8 +246,10 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.depth += 1
     st = tg.size_text
     row_stride = a.strides[-2] if t.rows is None else _row_stride(a)
-    a_ptr = f"in_{t.a} + {_batch_offset(a)}ram[:, None] * {st(row_stride)} + (k + rk)[None, :] * {st(a.strides[-1])}"
-    b_ptr = f"in_{t.b} + {_batch_offset(b)}(k + rk)[:, None] * {st(b.strides[-2])} + rbn[None, :] * {st(b.strides[-1])}"
+    a_ptr = (f"in_{a.buffer} + {_batch_offset(a, t.batch_shape)}ram[:, None] * {st(row_stride)}"
+             f" + (k + rk)[None, :] * {st(a.strides[-1])}")
+    b_ptr = (f"in_{b.buffer} + {_batch_offset(b, t.batch_shape)}(k + rk)[:, None] * {st(b.strides[-2])}"
+             f" + rbn[None, :] * {st(b.strides[-1])}")
     if not is_symbolic(t.k) and t.k % 64 == 0:
         # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
         w.line(f"a = tl.load({a_ptr})")
@@ -208,9 +260,10 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     precision = f", {DOT_IEEE}" if t.dtype == np.dtype(np.float32) else ""
     w.line(f"acc = tl.dot(a, b, acc{precision})")
     w.depth -= 1
-    # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, x1, x2)
-    # = (matrix, row, column), the matrix index spread over the whole tile.
-    row, col = ("x0", "x1") if t.batch is None else ("x1", "x2")
+    # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, .., row, column)
+    # with the batch dimensions unravelled from the matrix index, spread over the tile.
+    nb = len(t.batch_shape or ())
+    row, col = f"x{nb}", f"x{nb + 1}"
     if t.rows is not None:
         row, col = "row", f"x{len(t.rows)}"
     w.line(f"{row} = rm[:, None]")
@@ -218,13 +271,13 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line(f"xmask = ({row} < M) & ({col} < N)")
     w.zero_block, w.block_vars = f"0 * ({row} + {col})", {row, col}
     if t.rows is not None:  # the stacked output's leading loop variables, from the row
-        for i, d in enumerate(t.rows):
-            inner = math.prod(t.rows[i + 1:])
-            text = f"({row} // {inner})" if inner != 1 else row
-            w.line(f"x{i} = {text} % {d}" if i else f"x{i} = {text}")
+        for i in range(len(t.rows)):
+            w.line(f"x{i} = {_unravel(row, t.rows, i)}")
         w.block_vars = {f"x{i}" for i in range(len(t.rows) + 1)}
-    if t.batch is not None:
-        w.line(f"x0 = batch + {w.zero_block}")
+    for i in range(nb):
+        w.line(f"x{i} = {_unravel('batch', t.batch_shape, i)} + {w.zero_block}")
+    if t.batch_shape is not None:
+        w.block_vars = {f"x{i}" for i in range(nb + 2)}
     product = "product"
     w.line(f"{product} = acc.to({triton_type(t.dtype)})  # rounded as NumPy rounds its result")
     identity = L.loop_index("x", t.shape)
@@ -241,11 +294,23 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
                            "\n".join([header] + w.lines), outs)
 
 
-def _batch_offset(operand: Buffer) -> str:
-    """``batch * stride + `` for a 3-D operand; nothing for one broadcast over the batch."""
-    if len(operand.shape) == 3 and operand.shape[0] != 1:
-        return f"batch * {tg.size_text(operand.strides[0])} + "
-    return ""
+def _unravel(flat: str, shape: tuple[int, ...], i: int) -> str:
+    """The text of index ``i`` of ``flat`` unravelled over ``shape`` (C order)."""
+    inner = math.prod(shape[i + 1:])
+    text = f"({flat} // {tg.size_text(inner)})" if inner != 1 else flat
+    return f"{text} % {tg.size_text(shape[i])}" if i else text
+
+
+def _batch_offset(operand: Operand, batch_shape: tuple[int, ...] | None) -> str:
+    """``offset + `` the operand's matrix of program ``batch``: its batch dimensions
+    right-aligned with the output's, those of size 1 (broadcast) contributing nothing."""
+    terms = [str(operand.offset)] if operand.offset else []
+    lead = operand.shape[:-2]
+    for i, d in enumerate(batch_shape or ()):
+        j = i - (len(batch_shape) - len(lead))
+        if j >= 0 and lead[j] != 1:
+            terms.append(f"({_unravel('batch', batch_shape, i)}) * {tg.size_text(operand.strides[j])}")
+    return "".join(f"{t} + " for t in terms)
 
 
 def _configs(t: MatmulTemplate) -> list[dict[str, int]]:
