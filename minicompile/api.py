@@ -67,6 +67,7 @@ BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     "auto": Backend(_auto, "auto", symbolic_sizes=None),  # as cpp or triton, whichever it picks
 }
 PLANNED: tuple[str, ...] = ()
+MODES = ("default", "reduce-overhead")  # torch.compile's modes that minicompile has
 
 
 def lookup_backend(backend: str | Callable) -> tuple[Callable, str]:
@@ -88,6 +89,7 @@ def compile(
     backend: str | Callable = "auto",
     fullgraph: bool = False,
     dynamic: bool | None = None,
+    mode: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> Any:
     """Compile ``fn``; usable as ``@compile``, ``@compile(...)`` or ``compile(fn, ...)``.
@@ -98,13 +100,26 @@ def compile(
     :mod:`minicompile.dynamo.dynamic_shapes`).  ``options={"freezing": True}`` treats read-only input
     arrays as constants: batch norm is folded into frozen weights and what they
     alone determine is computed once (:mod:`minicompile.ir.freezing`).
+    ``mode="reduce-overhead"`` (also ``options={"mode": ...}``), as torch.compile's:
+    on CuPy arrays each graph's launches are recorded once into a CUDA graph and
+    replayed per call (:mod:`minicompile.inductor.cudagraphs` says what a caller
+    may keep); ``"default"`` launches kernel by kernel.
     """
     backend_fn, name = lookup_backend(backend)
     options = dict(options or {})
+    if mode is not None and "mode" in options:
+        raise ValueError("minicompile.compile: give mode= or options={'mode': ...}, not both")
+    mode = options.pop("mode", mode) or "default"
+    if mode not in MODES:
+        raise ValueError(f"minicompile.compile: unknown mode {mode!r}; use one of {', '.join(map(repr, MODES))}")
     if options.pop("freezing", False):
         from .ir.freezing import freezing_backend
 
         backend_fn = freezing_backend(backend_fn)
+    if mode == "reduce-overhead":
+        from .inductor.cudagraphs import cudagraph_backend
+
+        backend_fn = cudagraph_backend(backend_fn)
     if options:
         raise ValueError(f"minicompile.compile: unknown options {sorted(options)}")
 

@@ -26,6 +26,7 @@ ARTIFACTS = (
     "partition",     # what the partitioner saves and recomputes
     "schedule",      # the fused kernels chosen by the inductor scheduler
     "output_code",   # generated kernels and wrapper
+    "cudagraphs",    # mode="reduce-overhead": each CUDA graph recorded, or why a graph runs without one
     "spyre",         # the Spyre backend's programs, per core, and its host fallbacks
 )
 FLAGS = (

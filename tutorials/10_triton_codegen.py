@@ -134,6 +134,29 @@ assert cg.kernels == ["triton_tem_fused_matmul_add_multiply_tanh_0"]  # one kern
 assert "buf_matmul" not in cg.wrapper_source  # no buffer for the product
 
 # %% [markdown]
+# Operands may be views and carry batch dimensions.  Attention's
+# `q @ k.transpose(0, 1, 3, 2)` multiplies `[batch, heads, seq, dim]` arrays: the
+# template reads `k`'s transpose straight from `k` at the view's strides (no
+# copy for a library call), and the program id walks the batch and head
+# dimensions, unravelled from one matrix index.  Inductor gets the same effect
+# from its layouts: a transposed operand is a strided input to its `mm` template.
+
+# %%
+
+
+def scores(q, k):
+    return (q @ k.transpose(0, 1, 3, 2)) * 0.125
+
+
+q4, k4 = (rng.standard_normal((2, 4, 16, 8), dtype=np.float32) for _ in range(2))
+f_scores = mc.compile(scores, backend="triton")
+assert np.allclose(f_scores(q4, k4), scores(q4, k4), rtol=1e-5, atol=1e-5)
+sg = compiled_graph(f_scores)
+print(sg.schedule)
+print("\n".join(line for line in kernel_text(sg, sg.kernels[0]).splitlines() if "in_k" in line or "x0 =" in line))
+assert sg.kernels == ["triton_tem_fused_matmul_multiply_0"]
+
+# %% [markdown]
 # float16 works the same way: the tile loads half-precision values, `tl.dot`
 # accumulates in float32 on the tensor cores, and the product is rounded to
 # float16 before the epilogue — exactly where NumPy rounds it.
@@ -293,3 +316,44 @@ if have_gpu:
     print(launcher.fast.source)
 else:
     print("no CUDA device: the kernels above ran in Triton's interpreter")
+
+# %% [markdown]
+# ## CUDA graphs: `mode="reduce-overhead"`
+#
+# A small model on a GPU is often *launch-bound*: each kernel runs for a few
+# microseconds, and the host's Python takes longer than that to launch the next
+# one, so the GPU idles between kernels.  `mc.compile(fn, mode="reduce-overhead")`
+# does what torch.compile's mode of that name does: the second call of each input
+# signature is *recorded* by CUDA stream capture into a CUDA graph, and every
+# later call *replays* it — one launch from the host for all the kernels.  Arrays
+# that were the same at the first two calls (weights) are read in place; other
+# inputs are copied into the recording's buffers; outputs are copied out, so a
+# result kept across calls is never overwritten by the next replay
+# (`minicompile/inductor/cudagraphs.py` says why).  CuPy refuses to capture cuBLAS,
+# so this mode depends on the matmul template above: every float32/float16
+# matmul is a Triton kernel.  A graph that still cannot be captured runs as
+# before, with one warning.  On NumPy arrays the mode changes nothing.
+
+# %%
+if have_gpu:
+    from minicompile.examples import decoder_block as D
+
+    cfg = D.Config(vocab=8192, dim=1024, heads=16, layers=4, hidden=2816, seq=16)  # one short sequence
+    params = {k: ({kk: cp.asarray(vv) for kk, vv in v.items()} if isinstance(v, dict) else cp.asarray(v))
+              for k, v in D.init_params(cfg).items()}
+    args = (cp.asarray(D.synthetic_tokens(cfg, 1)[0]),) + tuple(
+        cp.asarray(t) for t in (*D.rotary_tables(cfg), D.causal_mask(cfg))) + (cfg.heads, cfg.layers)
+    engines = {"CuPy eager": D.forward, "triton": mc.compile(D.forward, backend="triton"),
+               "triton, reduce-overhead": mc.compile(D.forward, backend="triton", mode="reduce-overhead")}
+    for name, fn in engines.items():
+        for _ in range(3):  # the first call compiles; with the mode, the second records
+            fn(params, *args)
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        for _ in range(20):
+            fn(params, *args)
+        cp.cuda.Device().synchronize()
+        print(f"{name:24} {(time.perf_counter() - start) / 20 * 1e3:.3f} ms per call")
+else:
+    print("no CUDA device: CUDA graphs need one (on NumPy arrays the mode changes nothing)")
+

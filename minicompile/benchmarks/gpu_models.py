@@ -36,6 +36,9 @@ from .models import _to_torch, _torch_decoder, _torch_model
 
 DECODER, DECODER_BATCH = D.Config(vocab=8192, dim=1024, heads=16, layers=4, hidden=2816, seq=1024), 8
 QUICK_DECODER, QUICK_BATCH = D.Config(vocab=512, dim=256, heads=4, layers=2, hidden=512, seq=128), 2
+# Launch-bound: the decoder's weights on 16 tokens of one sequence, where the
+# kernels are so short that the host's launches set the pace.
+SHORT_DECODER = D.Config(vocab=8192, dim=1024, heads=16, layers=4, hidden=2816, seq=16)
 LEARNING_RATE = 0.02
 
 
@@ -154,6 +157,40 @@ def decoder(cp: Any, torch: Any, quick: bool, training: bool = True) -> dict[str
     return out
 
 
+def decoder_reduce_overhead(cp: Any, torch: Any, quick: bool) -> dict[str, Any]:
+    """The decoder at batch 1 and 16 tokens, inference, with and without
+    ``mode="reduce-overhead"`` (CUDA graphs), for minicompile and torch.compile."""
+    import minicompile as mc
+
+    cfg = QUICK_DECODER if quick else SHORT_DECODER
+    params, inputs = decoder_inputs(cp, cfg, 1)
+    plain = mc.compile(D.forward, backend="triton")
+    graphed = mc.compile(D.forward, backend="triton", mode="reduce-overhead")
+    out: dict[str, Any] = {"config": vars(cfg) | {"batch": 1}, "errors": {}}
+    out["first_call_s"] = {"default": _first_call(cp, lambda: plain(params, *inputs))}
+    expected = D.forward(params, *inputs)
+    got = [graphed(params, *inputs) for _ in range(3)][-1]  # a warm-up, a recording, a replay
+    out["max_abs_diff"] = float(max(abs(plain(params, *inputs) - expected).max(), abs(got - expected).max()))
+    out["graph_breaks"] = mc.explain(D.forward)(params, *inputs).graph_break_count
+    engines = {"cupy": lambda: D.forward(params, *inputs), "mc-triton": lambda: plain(params, *inputs),
+               "mc reduce-overhead": lambda: graphed(params, *inputs)}
+    if torch is not None:
+        t_forward = _torch_decoder(cfg.heads, cfg.layers)[0]
+        t_params = _to_torch(D.init_params(cfg), device="cuda")
+        t_in = [torch.as_tensor(a, device="cuda") for a in inputs[:4]]
+        for name, mode in (("torch.compile", "default"), ("tc reduce-overhead", "reduce-overhead")):
+            compiled = torch.compile(t_forward, dynamic=False, mode=mode)
+
+            def run(fn=compiled):
+                with torch.no_grad():
+                    return fn(t_params, *t_in)
+            engines[name] = run
+    out["ms"] = {name: {"inference": device_ms(cp, fn, calls=20, rounds=5)} for name, fn in engines.items()}
+    out["host_ms"] = {"inference": host_ms(cp, engines["mc-triton"], calls=10),
+                      "inference reduce-overhead": host_ms(cp, engines["mc reduce-overhead"], calls=10)}
+    return out
+
+
 def _progress(line: str) -> None:
     print(f"  ({line})", flush=True)
 
@@ -200,7 +237,8 @@ def _print(title: str, r: dict[str, Any], kinds: list) -> None:
         print(f"  failed: {r.get('error')}")
         return
     names = list(r["ms"])
-    print(f"{'':<12}" + "".join(f"{n:>15}" for n in names) + f"{'mc/cupy':>9}{'mc/tc':>8}{'mc host':>13}")
+    width = max(15, *(len(n) + 2 for n in names))
+    print(f"{'':<12}" + "".join(f"{n:>{width}}" for n in names) + f"{'mc/cupy':>9}{'mc/tc':>8}{'mc host':>13}")
     for kind in kinds:
         row = r["ms"]
         if kind not in row["mc-triton"]:
@@ -208,10 +246,13 @@ def _print(title: str, r: dict[str, Any], kinds: list) -> None:
             continue
         mc_ms = row["mc-triton"][kind]
         tc = row.get("torch.compile", {}).get(kind)
-        print(f"{str(kind):<12}" + "".join(f"{row[n][kind]:>12.2f} ms" if kind in row[n] else f"{'-':>15}"
+        print(f"{str(kind):<12}" + "".join(f"{row[n][kind]:>{width - 3}.2f} ms" if kind in row[n] else f"{'-':>{width}}"
                                            for n in names)
               + f"{mc_ms / row['cupy'][kind]:>9.2f}{(f'{mc_ms / tc:.2f}' if tc else '-'):>8}"
               + f"{r['host_ms'][kind]:>10.2f} ms")
+    for kind, ms in r["host_ms"].items():
+        if kind not in kinds:
+            print(f"  minicompile host time per call, {kind}: {ms:.2f} ms")
     print(f"  minicompile first call: {', '.join(f'{k} {v:.1f} s' for k, v in r['first_call_s'].items())}"
           + (f"; second process: {r['second_process_first_call_s']} s" if "second_process_first_call_s" in r
              else "")
@@ -226,6 +267,9 @@ def main(cp: Any, torch: Any, quick: bool = False) -> dict[str, Any]:
     for name, run, title, kinds in (
             ("decoder", decoder,
              "decoder ({cfg}), device ms per call", ["inference", "training"]),
+            ("decoder_reduce_overhead", decoder_reduce_overhead,
+             "decoder ({cfg}), launch-bound: CUDA graphs (mode='reduce-overhead') against kernel-by-kernel launches, "
+             "device ms per call", ["inference"]),
             ("mobilenet_v2", mobilenet, "MobileNetV2 {size}x{size}, batch 1 and 32, device ms per call", [1, 32])):
         try:
             r = run(cp, torch, quick)
