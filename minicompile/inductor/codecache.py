@@ -30,11 +30,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import warnings
 from functools import lru_cache
 from pathlib import Path
 
 from .. import config, logs
+from ..warn import warn
 
 
 class CompilerNotFound(RuntimeError):
@@ -266,8 +266,7 @@ def _private_dir(unusable: Path, why: OSError) -> Path:
     global _private
     if _private is None:
         _private = Path(tempfile.mkdtemp(prefix="minicompile-"))
-        warnings.warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
-                      f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
-                      "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.",
-                      stacklevel=4)
+        warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
+             f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
+             "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.")
     return _private
