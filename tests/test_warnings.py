@@ -105,6 +105,12 @@ def unusable_cache_dir(monkeypatch, tmp_path):
     mc.compile(scale, backend="auto")(np.ones(2))  # warns here
 
 
+def cxx_passed_over(monkeypatch, tmp_path):
+    monkeypatch.setattr(config, "cxx", str(tmp_path / "no-such-g++"))
+    monkeypatch.setattr(codecache, "_passed_over", set())
+    mc.compile(scale, backend="cpp")(np.ones(2))  # warns here
+
+
 # The place that warns ("file:function") -> its trigger and the message's words.
 TRIGGERS = {
     "dynamo/eval_frame.py:_run_as_python": (python_only, "runs as Python, uncompiled"),
@@ -114,9 +120,10 @@ TRIGGERS = {
     "per_shape.py:__call__": (per_shape_limit, "running new shapes through NumPy"),
     "inductor/codegen/cpp/compile.py:_fallback": (no_compiler, "no compiled kernels"),
     "inductor/codecache.py:_private_dir": (unusable_cache_dir, "cannot use the compile cache directory"),
+    "inductor/codecache.py:find_compiler": (cxx_passed_over, "no-such-g++"),
 }
 CASES = list(TRIGGERS.values()) + [(recompile_limit_under_the_profiler, "hit the recompile limit")]
-NEEDS_CXX = {unusable_cache_dir}
+NEEDS_CXX = {unusable_cache_dir, cxx_passed_over}
 
 
 @pytest.mark.parametrize("trigger, words", CASES, ids=[t.__name__ for t, _ in CASES])

@@ -64,14 +64,38 @@ _lock = threading.Lock()
 
 
 def find_compiler() -> str:
-    """The C++ compiler to use: ``config.cxx`` if it exists, else the first on PATH."""
-    tried = []
-    for name in ([config.cxx] if config.cxx else []) + list(CANDIDATES):
-        tried.append(name)
+    """The C++ compiler to use: ``config.cxx`` (``$CXX``) if it runs, else the
+    first of CANDIDATES on PATH — with a warning, once per ``config.cxx``,
+    naming the compiler asked for, why it was passed over and the one used."""
+    requested = config.cxx
+    passed_over = None
+    if requested:
+        path = shutil.which(requested)
+        passed_over = "is not found" if path is None else _does_not_run(path)
+        if passed_over is None:
+            return path
+    for name in CANDIDATES:
         path = shutil.which(name)
         if path:
+            if passed_over is not None and requested not in _passed_over:
+                _passed_over.add(requested)
+                warn(f"minicompile: the C++ compiler {requested} (CXX, config.cxx) {passed_over}; "
+                     f"using {path} instead")
             return path
+    tried = ([requested] if requested else []) + list(CANDIDATES)
     raise CompilerNotFound(f"no C++ compiler found (tried {', '.join(tried)}); set CXX or config.cxx")
+
+
+_passed_over: set[str] = set()  # the values of config.cxx already warned about
+
+
+def _does_not_run(path: str) -> str | None:
+    """Why the compiler at ``path`` cannot be used, or None when it runs."""
+    try:
+        compiler_version(path)
+    except CompilerNotFound as why:
+        return f"cannot be used ({why})"
+    return None
 
 
 @lru_cache(maxsize=None)

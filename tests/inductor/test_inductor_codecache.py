@@ -1,6 +1,6 @@
 """The on-disk cache: corrupt libraries are rebuilt, concurrent compiles are
-safe, a missing compiler degrades to NumPy with one warning, and editing an
-included header compiles again."""
+safe, a missing compiler degrades to NumPy with one warning, a ``CXX`` that does
+not run is passed over with one, and editing an included header compiles again."""
 from __future__ import annotations
 
 import os
@@ -160,6 +160,29 @@ def test_unusable_cache_directory_compiles_into_a_private_one(tmp_path, monkeypa
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the second graph says nothing more
         compile_graph(small_graph(3.0), [X])
+
+
+@pytest.mark.parametrize("kind", ["missing", "not runnable"])
+def test_a_cxx_that_does_not_run_is_passed_over_with_one_warning(fresh_cache, monkeypatch, tmp_path, kind):
+    """``CXX=/nonexistent/g++`` (or a file that is no program) is never silently
+    replaced: one warning names it and the compiler used instead."""
+    bad = tmp_path / "g++"
+    if kind == "not runnable":
+        bad.write_text("no program, no interpreter line\n")
+        bad.chmod(0o755)
+    monkeypatch.setattr(config, "cxx", str(bad))
+    monkeypatch.setattr(codecache, "_passed_over", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = compile_graph(small_graph(2.0), [X])
+        second = compile_graph(small_graph(3.0), [X])
+    assert first.kernels and second.kernels  # compiled by the compiler on PATH
+    used = codecache.find_compiler()
+    assert Path(used).name in codecache.CANDIDATES
+    (warning,) = caught
+    message = str(warning.message)
+    assert str(bad) in message and f"using {used} instead" in message
+    assert ("is not found" in message) == (kind == "missing")
 
 
 def test_editing_an_included_header_compiles_again(fresh_cache, tmp_path):
