@@ -17,10 +17,12 @@ so processes compiling the same source at once each finish with a complete
 library.  Within a process a dict remembers what is loaded.  A cache
 directory that cannot be written (read-only, not a directory, no space) is
 not fatal: the process compiles into a private temporary directory instead,
-with one warning saying which directory failed and why.
+with one warning saying which directory failed and why, and removes that
+directory when it exits.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -286,11 +288,20 @@ _private: Path | None = None
 
 
 def _private_dir(unusable: Path, why: OSError) -> Path:
-    """This process's own directory for libraries, made (and announced) once."""
+    """This process's own directory for libraries, made (and announced) once,
+    and removed when the process exits: nothing else will ever load from it."""
     global _private
     if _private is None:
         _private = Path(tempfile.mkdtemp(prefix="minicompile-"))
+        atexit.register(_remove_private_dir, _private, os.getpid())
         warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
              f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
              "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.")
     return _private
+
+
+def _remove_private_dir(path: Path, owner: int) -> None:
+    """At exit, the private directory goes, unless this is a forked child of the
+    process that made it (the parent still loads from it)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
