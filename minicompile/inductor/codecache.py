@@ -242,14 +242,11 @@ def clear_memory_cache() -> None:
 # kernels alternate with NumPy and BLAS calls that want those same cores, so
 # spinning workers would slow them (badly, on a machine with few cores); a
 # short spin keeps back-to-back kernels cheap and then yields.  Read by
-# libgomp when it is first loaded; a value the user set wins.
-OPENMP_ENV = {"GOMP_SPINCOUNT": "10000"}
-
-
+# libgomp when it is first loaded; a value the user set wins.  The spin count
+# is the default config.SETTINGS shows the user.
 def _openmp_env() -> None:
     if "OMP_WAIT_POLICY" not in os.environ:
-        for name, value in OPENMP_ENV.items():
-            os.environ.setdefault(name, value)
+        os.environ.setdefault("GOMP_SPINCOUNT", config.SETTINGS["GOMP_SPINCOUNT"].default)
 
 
 def load(source: str, cache_dir: Path | None = None) -> tuple[ctypes.CDLL, Path, list[str]]:
