@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from .... import ir, logs
-from ....warn import warn
 from ....ir import symbolic
+from ....warn import warn
 from ... import codecache, decompositions, loops, memory, scheduler
 from . import kernel as cpp, loop_driver, matmul, runtime, wrapper
 from ...compiled import CompiledGraph
