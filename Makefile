@@ -12,7 +12,7 @@ CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
 # $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
 mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
 
-.PHONY: demo test fuzz bench bench-gpu tutorials clean $(CAPTURES)
+.PHONY: demo test fuzz bench bench-gpu tutorials clean clean-cache $(CAPTURES)
 
 # Main venv (file target).
 $(PYTHON):
@@ -93,6 +93,20 @@ tutorials: $(PYTHON)
 		$(PYTHON) -m jupytext --from py:percent --to ipynb -o build/notebooks/$$(basename $$f .py).ipynb $$f || exit 1; \
 	done
 
+# What this checkout's own commands write into it: the virtual environments, build/
+# (benchmark results, notebooks, fuzz logs), packaging output, the benchmarks' default
+# result files, pytest's and hypothesis's state, bytecode caches.  Compiled kernels are
+# not here: they are cached in ~/.cache/minicompile, shared with every other checkout
+# and program, and stay until `make clean-cache`.
 clean:
-	rm -rf .venv .venv312 .venv313 build dist *.egg-info .pytest_cache .hypothesis .minicompile_cache
+	rm -rf $(VENV) $(addprefix .venv,$(subst .,,$(CAPTURE_VERSIONS))) build dist *.egg-info \
+		bench.json bench_gpu.json .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The compile cache: $MINICOMPILE_CACHE_DIR (default ~/.cache/minicompile) and the C++
+# runtime's directory, $MINICOMPILE_RUNTIME_DIR (default inside the cache).  The next
+# compile of each graph, and of the runtime, starts cold.
+CACHE_DIR   := $(or $(MINICOMPILE_CACHE_DIR),$(HOME)/.cache/minicompile)
+RUNTIME_DIR := $(or $(MINICOMPILE_RUNTIME_DIR),$(CACHE_DIR)/runtime)
+clean-cache:
+	rm -rf "$(CACHE_DIR)" "$(RUNTIME_DIR)"

@@ -1,12 +1,31 @@
-"""``python -m minicompile demo``, ``bench``, ``report FILE.py:FUNCTION`` and ``runtime``."""
+"""``python -m minicompile demo``, ``bench``, ``report FILE.py:FUNCTION`` and ``runtime``;
+``--help`` also lists every setting (``config.SETTINGS``)."""
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
+
+from . import config
+
+
+def settings_help(width: int = 88) -> str:
+    """The settings table as ``--help`` ends: each environment variable, its
+    ``config`` field and default, then what it does."""
+    lines = ["settings: environment variables, read when minicompile is first imported; one",
+             "with a config field can also be set at run time (minicompile.config.FIELD = value).",
+             "Flags are 0 or 1."]
+    for s in config.SETTINGS.values():
+        field = f"config.{s.field}" if s.field else "(environment only)"
+        lines += ["", f"  {s.env}  {field}  default: {s.default}"]
+        lines += textwrap.wrap(s.meaning, width, initial_indent="      ", subsequent_indent="      ",
+                               break_on_hyphens=False)
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minicompile")
+    parser = argparse.ArgumentParser(prog="python -m minicompile", epilog=settings_help(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="compile the built-in example and show every stage")
     demo.add_argument("--rows", type=int, default=2048)

@@ -25,11 +25,11 @@ which sizes a capture makes symbolic is :mod:`minicompile.dynamo.dynamic_shapes`
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
 from . import config, ir, logs
 from .ir import passes, symbolic
+from .warn import warn
 
 Compile = Callable[[ir.Graph, list], Callable[..., tuple]]
 
@@ -55,8 +55,8 @@ class PerShapeCompiled:
             # Like the recompile limit of a function: new shapes run the graph through NumPy.
             if not self._warned:
                 self._warned = True
-                warnings.warn(f"minicompile: {self.backend} compiled {len(self.compiled)} shapes of one "
-                              f"graph (config.recompile_limit); running new shapes through NumPy", stacklevel=2)
+                warn(f"minicompile: {self.backend} compiled {len(self.compiled)} shapes of one "
+                     f"graph (config.recompile_limit); running new shapes through NumPy")
             return self.graph(*inputs)
         if fn is None:
             logs.log("recompiles", lambda: f"{self.backend}: compiling a specialization for "

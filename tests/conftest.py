@@ -1,6 +1,8 @@
 """Test-wide settings: strict mode (internal errors raise), a private disk cache, and
 hypothesis profiles (seeded under CI, exploring locally)."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 
@@ -16,9 +18,13 @@ settings.load_profile(
     os.environ.get("MINICOMPILE_HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 )
 
-# Set before minicompile is imported anywhere, so config picks them up.
+# Set before minicompile is imported anywhere, so config picks them up.  The
+# cache directory made here goes when the process that made it exits (processes
+# started under it, pytest-xdist's workers among them, inherit the setting).
 os.environ.setdefault("MINICOMPILE_STRICT", "1")
-os.environ.setdefault("MINICOMPILE_CACHE_DIR", tempfile.mkdtemp(prefix="minicompile-test-cache-"))
+if "MINICOMPILE_CACHE_DIR" not in os.environ:
+    os.environ["MINICOMPILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="minicompile-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["MINICOMPILE_CACHE_DIR"], ignore_errors=True)
 
 import minicompile as mc  # noqa: E402
 

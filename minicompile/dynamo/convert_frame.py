@@ -28,6 +28,7 @@ from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
 from ..ir.symbolic import Sym, is_symbolic
+from ..warn import warn
 from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable, RestartAnalysis
@@ -188,8 +189,8 @@ def _capture_once(fn: types.FunctionType, L: dict[str, Any],
     except Exception as e:  # a bug in minicompile: never let it cost the user a result
         if config.strict:
             raise
-        warnings.warn(f"minicompile: internal error while capturing {fn.__qualname__}: "
-                      f"{type(e).__name__}: {e}; running it eagerly", stacklevel=4)
+        warn(f"minicompile: internal error while capturing {fn.__qualname__}: "
+             f"{type(e).__name__}: {e}; running it eagerly")
         graph, spec = None, None
         reason = BreakReason(f"internal error: {type(e).__name__}: {e}",
                              fn.__code__.co_filename, tracer.lineno)
@@ -423,8 +424,8 @@ def _run_as_python(fn: types.FunctionType, args: tuple, kwargs: dict, error: Bas
     result = fn(*args, **kwargs)
     if config.strict:
         raise error
-    warnings.warn(f"minicompile: the compiled code of {fn.__qualname__} raised "
-                  f"{type(error).__name__}: {error}; ran it as Python instead", stacklevel=4)
+    warn(f"minicompile: the compiled code of {fn.__qualname__} raised "
+         f"{type(error).__name__}: {error}; ran it as Python instead")
     return result
 
 

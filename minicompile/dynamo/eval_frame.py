@@ -29,12 +29,12 @@ import inspect
 import threading
 import time
 import types
-import warnings
 import weakref
 from typing import Any
 
 from .. import config, logs
 from ..profiler import hooks as profiler_hooks
+from ..warn import warn
 from . import callables, user_code
 from .binder import make_binder
 from .convert_frame import Backend, CacheEntry, compile_entry, frame_builtins
@@ -167,7 +167,7 @@ class OptimizedFunction:
             self._told_python_only = True
             message = f"minicompile: {self.fn.__qualname__} is {self.python_only}; it runs as Python, uncompiled"
             if self._warn_python_only:
-                warnings.warn(message, stacklevel=4)
+                warn(message)
             else:
                 logs.log("graph_breaks", lambda: message)
         return self.fn(*args, **kwargs)
@@ -178,12 +178,9 @@ class OptimizedFunction:
         if len(self.cache) >= config.recompile_limit:
             if not self._warned_limit:
                 self._warned_limit = True
-                warnings.warn(
-                    f"minicompile: {name} hit the recompile limit "
-                    f"({config.recompile_limit} cache entries); running it eagerly from now on. "
-                    f"Last guard failure: {self.why_miss(L, G)}",
-                    stacklevel=4,
-                )
+                warn(f"minicompile: {name} hit the recompile limit "
+                     f"({config.recompile_limit} cache entries); running it eagerly from now on. "
+                     f"Last guard failure: {self.why_miss(L, G)}")
             return None
         reason = None
         if self.cache:

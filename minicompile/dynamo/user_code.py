@@ -27,16 +27,11 @@ import types
 from typing import Any
 
 from .. import logs
+from ..warn import is_internal_file
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = tuple(sorted({os.path.abspath(path) + os.sep
                               for key in ("stdlib", "platstdlib", "purelib", "platlib")
                               if (path := sysconfig.get_paths().get(key))}))
-
-
-def is_internal_file(filename: str) -> bool:
-    """minicompile's own code, or code it generated (guards, binders, transformed functions)."""
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<minicompile")
 
 
 def is_user_file(filename: str) -> bool:

@@ -17,10 +17,12 @@ so processes compiling the same source at once each finish with a complete
 library.  Within a process a dict remembers what is loaded.  A cache
 directory that cannot be written (read-only, not a directory, no space) is
 not fatal: the process compiles into a private temporary directory instead,
-with one warning saying which directory failed and why.
+with one warning saying which directory failed and why, and removes that
+directory when it exits.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -30,11 +32,11 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import warnings
 from functools import lru_cache
 from pathlib import Path
 
 from .. import config, logs
+from ..warn import warn
 
 
 class CompilerNotFound(RuntimeError):
@@ -64,14 +66,38 @@ _lock = threading.Lock()
 
 
 def find_compiler() -> str:
-    """The C++ compiler to use: ``config.cxx`` if it exists, else the first on PATH."""
-    tried = []
-    for name in ([config.cxx] if config.cxx else []) + list(CANDIDATES):
-        tried.append(name)
+    """The C++ compiler to use: ``config.cxx`` (``$CXX``) if it runs, else the
+    first of CANDIDATES on PATH — with a warning, once per ``config.cxx``,
+    naming the compiler asked for, why it was passed over and the one used."""
+    requested = config.cxx
+    passed_over = None
+    if requested:
+        path = shutil.which(requested)
+        passed_over = "is not found" if path is None else _does_not_run(path)
+        if passed_over is None:
+            return path
+    for name in CANDIDATES:
         path = shutil.which(name)
         if path:
+            if passed_over is not None and requested not in _passed_over:
+                _passed_over.add(requested)
+                warn(f"minicompile: the C++ compiler {requested} (CXX, config.cxx) {passed_over}; "
+                     f"using {path} instead")
             return path
+    tried = ([requested] if requested else []) + list(CANDIDATES)
     raise CompilerNotFound(f"no C++ compiler found (tried {', '.join(tried)}); set CXX or config.cxx")
+
+
+_passed_over: set[str] = set()  # the values of config.cxx already warned about
+
+
+def _does_not_run(path: str) -> str | None:
+    """Why the compiler at ``path`` cannot be used, or None when it runs."""
+    try:
+        compiler_version(path)
+    except CompilerNotFound as why:
+        return f"cannot be used ({why})"
+    return None
 
 
 @lru_cache(maxsize=None)
@@ -216,14 +242,11 @@ def clear_memory_cache() -> None:
 # kernels alternate with NumPy and BLAS calls that want those same cores, so
 # spinning workers would slow them (badly, on a machine with few cores); a
 # short spin keeps back-to-back kernels cheap and then yields.  Read by
-# libgomp when it is first loaded; a value the user set wins.
-OPENMP_ENV = {"GOMP_SPINCOUNT": "10000"}
-
-
+# libgomp when it is first loaded; a value the user set wins.  The spin count
+# is the default config.SETTINGS shows the user.
 def _openmp_env() -> None:
     if "OMP_WAIT_POLICY" not in os.environ:
-        for name, value in OPENMP_ENV.items():
-            os.environ.setdefault(name, value)
+        os.environ.setdefault("GOMP_SPINCOUNT", config.SETTINGS["GOMP_SPINCOUNT"].default)
 
 
 def load(source: str, cache_dir: Path | None = None) -> tuple[ctypes.CDLL, Path, list[str]]:
@@ -262,12 +285,20 @@ _private: Path | None = None
 
 
 def _private_dir(unusable: Path, why: OSError) -> Path:
-    """This process's own directory for libraries, made (and announced) once."""
+    """This process's own directory for libraries, made (and announced) once,
+    and removed when the process exits: nothing else will ever load from it."""
     global _private
     if _private is None:
         _private = Path(tempfile.mkdtemp(prefix="minicompile-"))
-        warnings.warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
-                      f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
-                      "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.",
-                      stacklevel=4)
+        atexit.register(_remove_private_dir, _private, os.getpid())
+        warn(f"minicompile: cannot use the compile cache directory {unusable} ({why}); "
+             f"compiling into {_private} for this process instead. Set MINICOMPILE_CACHE_DIR "
+             "(or config.cache_dir) to a writable directory to keep compiled kernels across runs.")
     return _private
+
+
+def _remove_private_dir(path: Path, owner: int) -> None:
+    """At exit, the private directory goes, unless this is a forked child of the
+    process that made it (the parent still loads from it)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,6 +1,7 @@
 """The on-disk cache: corrupt libraries are rebuilt, concurrent compiles are
-safe, a missing compiler degrades to NumPy with one warning, and editing an
-included header compiles again."""
+safe, a missing compiler degrades to NumPy with one warning, a ``CXX`` that does
+not run is passed over with one, the directory an unusable cache falls back to
+goes at exit, and editing an included header compiles again."""
 from __future__ import annotations
 
 import os
@@ -160,6 +161,67 @@ def test_unusable_cache_directory_compiles_into_a_private_one(tmp_path, monkeypa
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the second graph says nothing more
         compile_graph(small_graph(3.0), [X])
+
+
+def test_the_private_directory_is_removed_at_exit(tmp_path):
+    """The directory an unusable cache falls back to lives as long as the process
+    that made it, and no longer: not when a forked child exits, but when it does."""
+    script = textwrap.dedent(
+        """
+        import os, sys, warnings
+        import numpy as np
+        from minicompile import ir
+        from minicompile.inductor import codecache, compile_graph
+        from minicompile.ir import TensorMeta
+        g = ir.Graph()
+        x = g.placeholder("x", TensorMeta((4,), np.dtype(np.float64)))
+        g.output([g.call("exp", x)])
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            assert compile_graph(g, [np.ones(4)]).kernels
+        private = codecache._private
+        assert list(private.glob("*.so"))
+        child = os.fork()
+        if child == 0:
+            sys.exit(0)  # a normal exit: atexit handlers run, in the child
+        os.waitpid(child, 0)
+        assert list(private.glob("*.so")), "a forked child removed its parent's directory"
+        print(private)
+        """
+    )
+    (tmp_path / "a_file").write_text("where the cache directory should be")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "MINICOMPILE_CACHE_DIR": str(tmp_path / "a_file" / "cache"), "TMPDIR": str(temp),
+           "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    private = Path(proc.stdout.strip())
+    assert private.parent == temp and private.name.startswith("minicompile-")
+    assert not private.exists() and not list(temp.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["missing", "not runnable"])
+def test_a_cxx_that_does_not_run_is_passed_over_with_one_warning(fresh_cache, monkeypatch, tmp_path, kind):
+    """``CXX=/nonexistent/g++`` (or a file that is no program) is never silently
+    replaced: one warning names it and the compiler used instead."""
+    bad = tmp_path / "g++"
+    if kind == "not runnable":
+        bad.write_text("no program, no interpreter line\n")
+        bad.chmod(0o755)
+    monkeypatch.setattr(config, "cxx", str(bad))
+    monkeypatch.setattr(codecache, "_passed_over", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = compile_graph(small_graph(2.0), [X])
+        second = compile_graph(small_graph(3.0), [X])
+    assert first.kernels and second.kernels  # compiled by the compiler on PATH
+    used = codecache.find_compiler()
+    assert Path(used).name in codecache.CANDIDATES
+    (warning,) = caught
+    message = str(warning.message)
+    assert str(bad) in message and f"using {used} instead" in message
+    assert ("is not found" in message) == (kind == "missing")
 
 
 def test_editing_an_included_header_compiles_again(fresh_cache, tmp_path):

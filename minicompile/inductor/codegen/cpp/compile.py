@@ -14,13 +14,13 @@ why, once per process.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
 from .... import ir, logs
 from ....ir import symbolic
+from ....warn import warn
 from ... import codecache, decompositions, loops, memory, scheduler
 from . import kernel as cpp, loop_driver, matmul, runtime, wrapper
 from ...compiled import CompiledGraph
@@ -33,7 +33,7 @@ def _fallback(graph: ir.Graph, reason: str, schedule: str = "") -> CompiledGraph
     global _warned
     if not _warned:
         _warned = True
-        warnings.warn(f"minicompile: no compiled kernels, running the graph through NumPy: {reason}", stacklevel=3)
+        warn(f"minicompile: no compiled kernels, running the graph through NumPy: {reason}")
     return CompiledGraph(graph, graph, [], "", "", [], schedule or f"(NumPy fallback: {reason})", reason)
 
 
