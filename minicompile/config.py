@@ -144,7 +144,7 @@ triton_compile_workers: int = _setting(
 _environment(
     "MINICOMPILE_LOGS", "unset",
     "Artifacts printed to stderr as they are made, comma-separated: graph, guards, recompiles, "
-    "graph_breaks, bytecode, loops, decomp, aot, partition, schedule, output_code, spyre, or "
+    "graph_breaks, bytecode, loops, decomp, aot, partition, schedule, output_code, cudagraphs, spyre, or "
     "all; +internals keeps minicompile's own frames in tracebacks. "
     "minicompile.logs.set_logs(...) changes them at run time.")
 

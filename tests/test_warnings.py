@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import linecache
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -111,6 +112,21 @@ def cxx_passed_over(monkeypatch, tmp_path):
     mc.compile(scale, backend="cpp")(np.ones(2))  # warns here
 
 
+def cudagraph_refused(monkeypatch, tmp_path):
+    import fake_cupy
+
+    from minicompile.inductor import cudagraphs
+
+    def refuse(compiled, inputs):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.module)
+    monkeypatch.setattr(cudagraphs, "_capture", refuse)
+    f = mc.compile(scale, backend="eager", mode="reduce-overhead")
+    x = fake_cupy.module.asarray(np.ones(2))
+    f(x)  # a warm-up, then the recording the driver refuses
+    f(x)  # warns here
+
+
 # The place that warns ("file:function") -> its trigger and the message's words.
 TRIGGERS = {
     "dynamo/eval_frame.py:_run_as_python": (python_only, "runs as Python, uncompiled"),
@@ -121,6 +137,7 @@ TRIGGERS = {
     "inductor/codegen/cpp/compile.py:_fallback": (no_compiler, "no compiled kernels"),
     "inductor/codecache.py:_private_dir": (unusable_cache_dir, "cannot use the compile cache directory"),
     "inductor/codecache.py:find_compiler": (cxx_passed_over, "no-such-g++"),
+    "inductor/cudagraphs.py:_record": (cudagraph_refused, "runs without CUDA graphs"),
 }
 CASES = list(TRIGGERS.values()) + [(recompile_limit_under_the_profiler, "hit the recompile limit")]
 NEEDS_CXX = {unusable_cache_dir, cxx_passed_over}

@@ -41,12 +41,12 @@ mode; a new size is a new signature, so it warms up and records anew.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import logs
+from ..warn import warn
 from .codegen.triton import runtime
 
 MAX_RECORDINGS = 16  # per compiled graph: more signatures than this run plainly
@@ -210,7 +210,7 @@ class CUDAGraphRunner:
             self.plain[key] = reason
             logs.log("cudagraphs", f"runs without CUDA graphs: {reason}")
             if len(self.plain) == 1:  # once per graph
-                warnings.warn(f"mode='reduce-overhead': this graph runs without CUDA graphs: {reason}", stacklevel=2)
+                warn(f"minicompile: mode='reduce-overhead': this graph runs without CUDA graphs: {reason}")
             return self.compiled(*inputs)
         logs.log("cudagraphs", lambda: f"recorded a CUDA graph: {len(inputs)} inputs, "
                                        f"{len(in_place)} read in place, {len(recordings[-1].copied)} copied in")

@@ -133,7 +133,7 @@ def test_a_call_that_cannot_be_captured_runs_plainly_with_one_warning(graphs, mo
 
     monkeypatch.setattr(cudagraphs, "_capture", refuse)
     fn = mc.compile(lambda x: x * 3, backend="eager", mode="reduce-overhead")
-    with pytest.warns(UserWarning, match="without CUDA graphs.*StreamCaptureUnsupported") as record:
+    with pytest.warns(UserWarning, match="minicompile: .*without CUDA graphs.*StreamCaptureUnsupported") as record:
         for k in range(4):
             np.testing.assert_array_equal(peek(fn(cp.asarray(np.full(2, float(k))))), np.full(2, 3.0 * k))
     assert len(record) == 1 and _runner(fn).replays == 0
