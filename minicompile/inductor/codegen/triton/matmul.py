@@ -41,12 +41,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .... import ir
 from ....ir.symbolic import is_symbolic
 from ... import loop_ir as L
 from ...lowering import data_loads, lower
 from . import kernel as tg
 from .ops import triton_type
-from ...scheduler import Buffer, Kernel, Schedule
+from ...scheduler import Buffer, Kernel, Schedule, Store
 from .versions import DOT_IEEE
 
 MATMUL_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -102,24 +103,67 @@ class MatmulTemplate:
         return outs + ([s.buffer for s in self.epilogue.pointwise] if self.epilogue else [])
 
 
-def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand] | None:
+def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand, list[Kernel], list[Buffer]] | None:
     """The operands when ``ext`` is a 2-D, batched or stacked matmul (see the module
-    docstring) of two same-dtype float16/float32 arrays at fixed strides."""
+    docstring) of two same-dtype float16/float32 arrays, and the copy kernels (with
+    their buffers) that lay out an operand not at fixed strides (a reshape of a
+    transpose, which NumPy would copy for BLAS too)."""
     if ext.op_name != "matmul" or len(ext.args) != 2 or len(ext.shape) < 2:
         return None
     if not all(isinstance(r, L.BufferRef) for r in ext.args):
         return None
-    a, b = (_strided(r.name, schedule) for r in ext.args)
-    if a is None or b is None or len(a.shape) < 2 or len(b.shape) < 2:
-        return None  # a view at no fixed strides (NumPy copies it for BLAS), or a vector
+    operands, copies, buffers = [], [], dict(schedule.buffers)
+    for ref in ext.args:
+        operand = _strided(ref.name, schedule)
+        if operand is None:
+            copy = _copy_of_view(ref.name, schedule)
+            if copy is None:
+                return None
+            copies.append(copy[0])
+            buffers[copy[1].name] = copy[1]
+            operand = Operand(copy[1].name, copy[1].shape, copy[1].strides)
+        operands.append(operand)
+    a, b = operands
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        return None  # a vector
     if len(ext.shape) > 3 and len(b.shape) == 2 and _row_stride(a) is None:
         return None  # stacked, but a's rows do not lie as one axis
-    dtype = schedule.buffers[a.buffer].dtype
-    if schedule.buffers[b.buffer].dtype != dtype or dtype not in MATMUL_DTYPES or ext.dtype != dtype:
+    dtype = buffers[a.buffer].dtype
+    if buffers[b.buffer].dtype != dtype or dtype not in MATMUL_DTYPES or ext.dtype != dtype:
         return None
     if 0 in ext.shape or a.shape[-1] == 0:
         return None
-    return a, b
+    return a, b, copies, [buffers[k.pointwise[0].buffer] for k in copies]
+
+
+def _view_load(name: str, schedule: Schedule) -> tuple[ir.Node, L.Load] | None:
+    """``name``'s node and its elements as one load from a buffer (a chain of views
+    composed), or None when ``name`` is no view of a buffer."""
+    node = next((n for n in schedule.graph.nodes if n.name == name), None)
+    if node is None or node.kind != "call" or is_symbolic(node.shape):
+        return None
+    low = lower(node)
+    if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
+        return None
+    load = low.body
+    while load.buffer not in schedule.buffers:
+        inner = _view_load(load.buffer, schedule)
+        if inner is None:
+            return None
+        source = lower(inner[0])
+        load = L.substitute(inner[1], dict(zip(source.vars, load.index)))
+    return node, load
+
+
+def _copy_of_view(name: str, schedule: Schedule) -> tuple[Kernel, Buffer] | None:
+    """A pointwise kernel that writes view ``name`` into a C-contiguous buffer of its own."""
+    found = _view_load(name, schedule)
+    if found is None:
+        return None
+    node, load = found
+    buffer = Buffer(f"{name}_contiguous", tuple(node.shape), node.dtype, L.contiguous_strides(node.shape), "kernel")
+    kernel = Kernel(buffer.name, tuple(node.shape), pointwise=[Store(buffer.name, load)], origins=[name])
+    return kernel, buffer
 
 
 def _strided(name: str, schedule: Schedule) -> Operand | None:
@@ -184,11 +228,12 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
     outputs = {n.name for n in schedule.graph.outputs}
     view_bases = {v.inputs[0].name for v in schedule.views.values()}
     out: list = []
+    buffers, decisions = dict(schedule.buffers), dict(schedule.decisions)
     i = 0
     while i < len(steps):
         step = steps[i]
-        operands = _template_for(step, schedule) if isinstance(step, L.Extern) else None
-        if operands is None:
+        found = _template_for(step, schedule) if isinstance(step, L.Extern) else None
+        if found is None:
             out.append(step)
             i += 1
             continue
@@ -197,6 +242,14 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
         later = steps[i + (2 if epilogue else 1):]
         needed = (step.name in outputs or step.name in view_bases
                   or any(step.name in _reads(s) for s in later))
+        *operands, copies, copy_buffers = found
+        out.extend(copies)  # operands laid out first, each by a pointwise kernel
+        for ref in step.args:
+            if ref.name in decisions and ref.name not in schedule.buffers:
+                how = "copied by a kernel (no fixed strides)" if any(ref.name in c.origins for c in copies) \
+                    else "read by the template at its strides"
+                decisions[ref.name] = f"view: {how}, an operand of template {step.name}"
+        buffers.update((b.name, b) for b in copy_buffers)
         (m, n), k = step.shape[-2:], operands[0].shape[-1]
         stacked = len(step.shape) > 3 and len(operands[1].shape) == 2
         rows = tuple(step.shape[:-1]) if stacked else None
@@ -207,11 +260,10 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
                                   needed or epilogue is None, list(dict.fromkeys(origins)), batch_shape, rows))
         i += 2 if epilogue else 1
-    buffers = dict(schedule.buffers)
     for s in out:
         if isinstance(s, MatmulTemplate):
             buffers[s.name] = replace(buffers[s.name], kind="kernel")
-    return replace(schedule, steps=out, buffers=buffers)
+    return replace(schedule, steps=out, buffers=buffers, decisions=decisions)
 
 
 def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
