@@ -37,6 +37,7 @@ out of ``mode="reduce-overhead"``'s graphs.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -244,6 +245,8 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
                   or any(step.name in _reads(s) for s in later))
         *operands, copies, copy_buffers = found
         out.extend(copies)  # operands laid out first, each by a pointwise kernel
+        for name, why in decisions.items():  # what the scheduler said of the matmul's inputs
+            decisions[name] = re.sub(rf"\bextern {re.escape(step.name)}\b", f"template {step.name}", why)
         for ref in step.args:
             if ref.name in decisions and ref.name not in schedule.buffers:
                 how = "copied by a kernel (no fixed strides)" if any(ref.name in c.origins for c in copies) \
