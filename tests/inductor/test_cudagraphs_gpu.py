@@ -10,13 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-pytest.importorskip("triton")
-try:
-    HAVE_GPU = cp.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    HAVE_GPU = False
-pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device")
+from gpu_device import cp, requires_gpu  # noqa: E402  (skips without CuPy and Triton)
+
+pytestmark = requires_gpu
 
 import minicompile as mc  # noqa: E402
 from minicompile.examples import decoder_block as D  # noqa: E402

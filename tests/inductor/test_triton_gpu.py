@@ -11,13 +11,9 @@ import math
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-pytest.importorskip("triton")
-try:
-    HAVE_GPU = cp.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    HAVE_GPU = False
-pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="no CUDA device")
+from gpu_device import cp, requires_gpu  # noqa: E402  (skips without CuPy and Triton)
+
+pytestmark = requires_gpu
 
 import minicompile as mc  # noqa: E402
 from minicompile import config  # noqa: E402
