@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile.inductor import cudagraphs
@@ -175,3 +177,42 @@ def test_training_steps_replay_forward_and_backward(graphs):
         w_host -= 0.1 * expected_grad
         w = mc.Tensor(cp.asarray(w_host.copy()), requires_grad=True)
     assert len(captured) == 2  # the forward's and the backward's
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["same", "new", "mutated", "resized"]),
+                          st.sampled_from(["same", "new", "mutated"]), st.booleans()),
+                min_size=1, max_size=8))
+def test_any_sequence_of_calls_matches_eager(graphs, calls):
+    """Calls that keep or replace or mutate each argument between calls, change a
+    size, keep results or not: every result equals NumPy's at its call, and every
+    kept result still does after the last call (a replay never overwrites one)."""
+    cp, peek, captured = graphs
+
+    def f(w, x):
+        return np.tanh(x @ w) + w.sum(), x * 2
+
+    fn = mc.compile(f, backend="eager", mode="reduce-overhead", dynamic=False)
+    rng = np.random.default_rng(len(calls))
+    w, x = cp.asarray(rng.standard_normal((3, 2))), cp.asarray(rng.standard_normal((4, 3)))
+    kept = []
+    for w_how, x_how, keep in calls:
+        if w_how == "new":
+            w = cp.asarray(rng.standard_normal((3, 2)))
+        elif w_how == "mutated":
+            peek(w)[...] = rng.standard_normal((3, 2))
+        elif w_how == "resized":
+            x = cp.asarray(rng.standard_normal((5, 3)))
+        if x_how == "new":
+            x = cp.asarray(rng.standard_normal(peek(x).shape))
+        elif x_how == "mutated":
+            peek(x)[...] = rng.standard_normal(peek(x).shape)
+        expected = f(peek(w).copy(), peek(x).copy())
+        got = fn(w, x)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(peek(g), e, rtol=1e-12, atol=1e-12)
+        if keep:
+            kept.append((got, expected))
+    for got, expected in kept:
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(peek(g), e, rtol=1e-12, atol=1e-12)
