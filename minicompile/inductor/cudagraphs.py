@@ -41,6 +41,7 @@ mode; a new size is a new signature, so it warms up and records anew.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -112,6 +113,21 @@ def _copy_in(dst: Any, src: Any) -> None:
         dst.data.copy_from_device_async(src.data, src.nbytes, runtime.cupy_module().cuda.get_current_stream())
 
 
+def _after(previous: Any) -> None:
+    """Order this replay after ``previous`` (the event the last replay recorded): a
+    replay on another stream (another thread's) must not overlap it, as both write
+    the same buffers.  On one stream the order is the stream's own."""
+    if previous is not None:
+        runtime.cupy_module().cuda.get_current_stream().wait_event(previous)
+
+
+def _mark() -> Any:
+    """An event recorded on the current stream after a replay's last copy."""
+    event = runtime.cupy_module().cuda.Event(disable_timing=True)
+    event.record()
+    return event
+
+
 def _same_memory(a: Any, b: Any) -> bool:
     """Whether two device arrays view one allocation."""
     return a.data.mem is b.data.mem
@@ -125,6 +141,7 @@ class _Recording:
         self.copied = [i for i, x in enumerate(inputs) if runtime.is_cupy(x) and i not in in_place]
         self.inputs = tuple(_buffer_like(x) if i in self.copied else x for i, x in enumerate(inputs))
         self.launch, outputs, self.keepalive = _capture(compiled, self.inputs)
+        self.done = None  # the event the last replay recorded
         # Each output: ("input", i) for a pass-through, ("array", buffer), or ("value", v).
         self.outputs: list[tuple[str, Any]] = []
         for out in outputs:
@@ -144,11 +161,14 @@ class _Recording:
         return all(_address(inputs[i]) == a for i, a in self.addresses.items())
 
     def replay(self, inputs: tuple) -> tuple:
+        _after(self.done)
         for i in self.copied:
             _copy_in(self.inputs[i], inputs[i])
         self.launch()
-        return tuple(inputs[v] if kind == "input" else v.copy(order="K") if kind == "array" else v
-                     for kind, v in self.outputs)
+        outputs = tuple(inputs[v] if kind == "input" else v.copy(order="K") if kind == "array" else v
+                        for kind, v in self.outputs)
+        self.done = _mark()
+        return outputs
 
 
 class _NotRecordable(Exception):
@@ -166,6 +186,7 @@ class CUDAGraphRunner:
         self.recordings: dict[tuple, list[_Recording]] = {}
         self.plain: dict[tuple, str] = {}               # signature -> why it runs plainly
         self.replays = 0
+        self.lock = threading.RLock()
 
     def __getattr__(self, name: str) -> Any:
         if name == "compiled":
@@ -175,6 +196,10 @@ class CUDAGraphRunner:
     def __call__(self, *inputs: Any) -> tuple:
         if any(isinstance(x, np.ndarray) for x in inputs):  # mixed NumPy and CuPy: nothing to record
             return self.compiled(*inputs)
+        with self.lock:  # threads: one recording per signature, one replay at a time
+            return self._call(inputs)
+
+    def _call(self, inputs: tuple) -> tuple:
         key = tuple(_signature(x) for x in inputs)
         if key in self.plain:
             return self.compiled(*inputs)

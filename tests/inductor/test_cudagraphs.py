@@ -41,6 +41,8 @@ def graphs(fake_cupy, monkeypatch):
     monkeypatch.setattr(cudagraphs, "_buffer_like", lambda x: cp.asarray(np.empty_like(peek(x))))
     monkeypatch.setattr(cudagraphs, "_copy_in", lambda dst, src: np.copyto(peek(dst), peek(src)))
     monkeypatch.setattr(cudagraphs, "_same_memory", lambda a, b: np.shares_memory(peek(a), peek(b)))
+    monkeypatch.setattr(cudagraphs, "_after", lambda previous: None)  # one host thread: in order
+    monkeypatch.setattr(cudagraphs, "_mark", lambda: None)
     return cp, peek, captured
 
 

@@ -94,3 +94,28 @@ def test_attention_matmuls_are_templates_so_the_decoder_is_captured():
     assert not runner.plain and runner.replays == 2  # the recording's call and the third
 
     assert not [line for line in runner.schedule.splitlines() if line.startswith("extern matmul")]
+
+
+def test_threads_on_their_own_streams_never_share_a_replay():
+    """Replays write one set of buffers: each waits for the previous one's event,
+    whichever thread's stream it ran on."""
+    import threading
+
+    fn = mc.compile(lambda w, x: np.tanh(x @ w) * 2, backend="triton", mode="reduce-overhead")
+    w = cp.asarray(np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32))
+    failures = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        with cp.cuda.Stream(non_blocking=True):
+            for _ in range(25):
+                x = cp.asarray(rng.standard_normal((32, 64)).astype(np.float32))
+                got = fn(w, x)
+                if not cp.allclose(got, np.tanh(x @ w) * 2, rtol=1e-4, atol=1e-5):
+                    failures.append(seed)
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
