@@ -41,6 +41,7 @@ from .ops import PRELUDE, unsupported_node
 from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
+from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
 from .rows import RowGroup, fuse_rows, row_kernel
 from .wrapper import WrapperWriter
 
@@ -118,7 +119,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs], on_gpu)
-    sched = fuse_rows(fuse_matmul_epilogues(sched))
+    sched = fuse_rows(fuse_matmul_epilogues(scatter_add_templates(sched)))
     module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
     for k in module.kernels.values() if sizes_as_args else ():
@@ -208,6 +209,8 @@ def generate(schedule: Schedule) -> TritonModule:
     for step in schedule.steps:
         if isinstance(step, MatmulTemplate):
             tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of), schedule.buffers)
+        elif isinstance(step, ScatterTemplate):
+            tk = scatter_kernel(step, kernel_name("sca", index, step.origins, op_of), schedule.buffers)
         elif isinstance(step, RowGroup):
             tk = row_kernel(step, kernel_name("per", index, step.origins, op_of), schedule.buffers)
         elif isinstance(step, Kernel):
@@ -247,6 +250,10 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
             for name in step.origins:
                 why = "template: tl.dot tiles, float32 accumulator" if name == step.name else s.decisions[name]
                 lines.append(f"    {name:<16} {why}")
+        elif isinstance(step, ScatterTemplate):
+            lines.append(f"{k.name}  template scatter-add [{', '.join(map(str, step.domain))}] updates into "
+                         f"[{', '.join(map(str, step.shape))}]")
+            lines.append(f"    {step.name:<16} {s.decisions[step.name]}")
         elif isinstance(step, RowGroup):
             lines.append(f"{k.name}  rows [{', '.join(map(str, step.rows))}] x [{step.cols}], "
                          f"{len(step.kernels)} kernels fused row by row")

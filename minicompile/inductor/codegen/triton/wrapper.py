@@ -19,6 +19,7 @@ from ... import scheduler
 from ..common import Names, extern_call
 from . import kernel as tg
 from .matmul import MatmulTemplate
+from .scatter import ScatterTemplate
 from .rows import RowGroup
 
 
@@ -65,7 +66,7 @@ class WrapperWriter:
                 self.emit(f"{local} = _xp.asarray({param}, dtype={dtype}, order=\"C\")")
                 self.var[layout.name] = local
         for step in self.s.steps:
-            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup)):
+            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup, ScatterTemplate)):
                 self._kernel(step)
             else:
                 self._extern(step)
@@ -85,7 +86,8 @@ class WrapperWriter:
         return "\n".join([f"def call({', '.join(params)}):"] + self.lines) + "\n"
 
     def _kernel(self, step: Any) -> None:
-        stores = step.stores if isinstance(step, (MatmulTemplate, RowGroup)) else [st.buffer for st in step.stores]
+        stores = step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate)) \
+            else [st.buffer for st in step.stores]
         for name in stores:
             buf = self.s.buffers[name]
             local = self.names.new(f"buf_{name}")
