@@ -640,3 +640,24 @@ WINDOW_LOWERINGS = {
     "take_along_axis": lower_take_along_axis,
 }
 LOWERINGS.update(WINDOW_LOWERINGS)
+
+_FILLS = {"zeros": 0, "ones": 1, "empty": 0, "zeros_like": 0, "ones_like": 1, "empty_like": 0}
+
+
+def lower_fill(node: ir.Node) -> L.Pointwise:
+    """``zeros``, ``ones``, ``empty`` (zeros: see :mod:`minicompile.ir.ops.creation`),
+    ``full`` of a Python value, and their ``_like`` forms: a kernel of one constant,
+    the fill cast to the dtype as ``np.full``'s ``copyto`` casts it (unsafely)."""
+    fill = _FILLS.get(node.op.name)
+    if fill is None:
+        fill = node.arg("fill_value")
+        if isinstance(fill, ir.Node) or np.ndim(fill) != 0:
+            raise Unsupported("a fill value that is an array")
+    if node.dtype.kind not in "biuf":
+        raise Unsupported(f"a fill of dtype {node.dtype}")
+    with np.errstate(all="ignore"):
+        value = np.asarray(fill).astype(node.dtype)[()]
+    return L.Pointwise(node.name, node.shape, L.Constant(value.item(), node.dtype))
+
+
+LOWERINGS.update({name: lower_fill for name in (*_FILLS, "full", "full_like")})
