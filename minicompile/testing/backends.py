@@ -72,15 +72,20 @@ class BackendReport:
         name = np.dtype(dtype).name
         return Counter(r.status for r in self.results if r.op == op and r.dtype == name)
 
-    def table(self, details: bool = True) -> str:
+    def table(self, details: bool = True, failing_only: bool = False) -> str:
+        """A row per op and dtype (``failing_only``: only those with a wrong or raised
+        result), then, with ``details``, each wrong or raised result and why."""
         rows: dict[tuple[str, str], Counter] = {}
         for r in self.results:
             rows.setdefault((r.op, r.dtype), Counter())[r.status] += 1
+        if failing_only:
+            rows = {key: counts for key, counts in rows.items() if counts["wrong"] or counts["raised"]}
         width = max([len(op) for op, _ in rows] + [2])
         held = f" (floats compared at {self.precision} precision)" if self.precision is not None else ""
         lines = [f"backend {self.backend!r}: {len(self.passed)} pass, {len(self.wrong)} wrong, "
-                 f"{len(self.raised)} raised{held}",
-                 f"{'op':<{width}}  {'dtype':<8}  {'pass':>4}  {'wrong':>5}  {'raised':>6}"]
+                 f"{len(self.raised)} raised{held}"]
+        if rows:
+            lines.append(f"{'op':<{width}}  {'dtype':<8}  {'pass':>4}  {'wrong':>5}  {'raised':>6}")
         for (op, dtype), counts in rows.items():
             mark = "  <- WRONG" if counts["wrong"] else ""
             lines.append(f"{op:<{width}}  {dtype:<8}  {counts['pass']:>4}  {counts['wrong']:>5}  "
@@ -136,11 +141,17 @@ def check_backend(backend: Any, ops: Iterable[str] | None = None,
             continue
         members = [m for m in batch.members if dtype_names is None or np.dtype(m.dtype).name in dtype_names]
         if members:
-            results += _check_batch(opinfo.Batch(batch.info, batch.code, members), backend, opinfo, precision)
+            results += check_batch(opinfo.Batch(batch.info, batch.code, members), backend, precision)
     return BackendReport(backend_name(backend), results, precision)
 
 
-def _check_batch(batch: Any, backend: Any, opinfo: Any, precision: Any = None) -> list[OpResult]:
+def check_batch(batch: Any, backend: Any, precision: Any = None, tolerances: dict | None = None) -> list[OpResult]:
+    """One :class:`~minicompile.testing.opinfo.Batch` compiled with ``backend``: an
+    :class:`OpResult` per member (``precision``: the backend's; ``tolerances``:
+    a dtype -> (rtol, atol) table in place of :data:`~.compare.TOLERANCE`).
+    A batch that raises is compiled again member by member, to say which raise."""
+    from . import opinfo
+
     fn, args = batch.function(), batch.args()
     source = batch.source()
 
@@ -156,17 +167,17 @@ def _check_batch(batch: Any, backend: Any, opinfo: Any, precision: Any = None) -
         if len(batch.members) == 1:
             return [result(batch.members[0], "raised", _first_line(error))]
         # Which dtypes raise: each on its own (one compile each).
-        return [r for m in batch.members for r in _check_batch(opinfo.Batch(batch.info, batch.code, [m]),
-                                                              backend, opinfo, precision)]
+        return [r for m in batch.members
+                for r in check_batch(opinfo.Batch(batch.info, batch.code, [m]), backend, precision, tolerances)]
     if batch.code in opinfo.UNDEFINED_VALUES:
         actual, expected = (tuple(np.zeros_like(v) for v in r) if isinstance(r, tuple) else r
                             for r in (actual, expected))
     if type(actual) is not tuple or len(actual) != len(expected):
-        found = differences(actual, expected, "result", precision=precision)
+        found = differences(actual, expected, "result", tolerances=tolerances, precision=precision)
         return [result(m, "wrong", found[0] if found else "") for m in batch.members]
     out = []
     for i, member in enumerate(batch.members):
         found = differences(actual[i], expected[i], f"{batch.code} on {member.shapes} {member.layout}",
-                            precision=precision)
+                            tolerances=tolerances, precision=precision)
         out.append(result(member, "wrong", "; ".join(found)) if found else result(member, "pass"))
     return out
