@@ -353,13 +353,17 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     views) an argument exactly where NumPy's is; return the compiled result.
 
     ``backend``: a name (``"eager"``, ``"cpp"``, ...) or a callable backend;
-    ``None`` means ``DEFAULTS["backend"]`` (``"auto"``).  When ``fn`` raises,
+    ``None`` means ``DEFAULTS["backend"]`` (``"auto"``), except for a function
+    ``mc.compile`` already made, which is then called as it is (its backend,
+    and its cache: successive calls with new sizes meet dynamic shapes, as
+    :func:`~minicompile.testing.check` runs a ``shape_sequences`` draw).  When ``fn`` raises,
     the compiled function must raise the same exception type (and leave the
     arguments as ``fn`` left them).  Tolerances: :data:`TOLERANCE` for each
     value's dtype, or the least precise floating argument's, or the backend's
     declared precision's (:func:`backend_precision`), whichever is loosest.
     """
-    backend = DEFAULTS["backend"] if backend is None else backend
+    reuse = isinstance(fn, OptimizedFunction) and backend is None
+    backend = (fn.backend if reuse else DEFAULTS["backend"]) if backend is None else backend
     table = _table_for_inputs((args, kwargs))
     tol = (None, None, table, backend_precision(backend))
     original = fn.original if isinstance(fn, OptimizedFunction) else fn
@@ -369,7 +373,7 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected, eager_error = _call(original, eager_args, eager_kwargs)
-        compiled = mc.compile(original, backend=backend)
+        compiled = fn if reuse else mc.compile(original, backend=backend)
         actual, compiled_error = _call(compiled, compiled_args, compiled_kwargs)
     found: list[str] = []
     if type(eager_error) is not type(compiled_error):
@@ -389,7 +393,8 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     if not found:
         return actual
     name = getattr(original, "__qualname__", repr(original))
-    message = [f"compiled {name} (backend {backend_name(backend)!r}) differs from eager NumPy:"]
+    shown = fn.backend_name if reuse else backend_name(backend)
+    message = [f"compiled {name} (backend {shown!r}) differs from eager NumPy:"]
     message += ["  " + line for line in found]
     message.append("Captured graphs (mc.explain):")
     message.append(_explained(original, args, kwargs))
