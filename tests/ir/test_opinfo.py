@@ -49,10 +49,6 @@ def test_every_op_reaches_the_cpp_backend():
     assert len(CPP_BATCHES) > 0.8 * sum(len(i.code) for i in INFOS)
 
 
-def assert_same(actual: Any, expected: Any, where: str) -> None:
-    assert_close(actual, expected, where, tolerances=TOLERANCE)
-
-
 def check_sample(sample: Sample, backend: str) -> bool:
     """Compare; True when NumPy ran the sample, False when it raised."""
     fn = sample.function()
@@ -71,7 +67,7 @@ def check_sample(sample: Sample, backend: str) -> bool:
     actual = run(compiled, args)
     if sample.code in UNDEFINED_VALUES:
         actual, expected = (np.zeros_like(v) for v in (actual, expected))
-    assert_same(actual, expected, sample.source())
+    assert_close(actual, expected, sample.source(), tolerances=TOLERANCE)
     return True
 
 
