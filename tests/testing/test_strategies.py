@@ -143,7 +143,7 @@ def test_an_aliasing_bug_is_found_by_aliasing_groups_only():
     body = "\n".join(line for line in reproducer.splitlines() if not line.startswith("from test_strategies"))
     with pytest.raises(AssertionError, match="differs from eager NumPy"):
         exec(body, namespace)
-    check(shift_and_scale, aliasing_groups(2), max_examples=15, seed=0)  # eager and cpp get it right
+    check(shift_and_scale, aliasing_groups(2), max_examples=6, seed=0)  # eager and cpp get it right
 
 
 # ---------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_a_dynamic_shape_bug_is_found_by_shape_sequences():
     reproducer = text.split("Reproducer:\n")[1]
     assert "compiled = mc.compile(row_norms, backend=first_call_sizes, dynamic=None)" in reproducer
     assert reproducer.count("assert_same(compiled, x0, x1)") >= 3
-    check(row_norms, shape_sequences((3, 4), (4,), dtypes=[np.float32]), max_examples=8, seed=0)
+    check(row_norms, shape_sequences((3, 4), (4,), dtypes=[np.float32]), max_examples=4, seed=0)
 
 
 def test_a_shape_sequence_recompiles_once_with_symbolic_sizes():
