@@ -13,13 +13,16 @@ tuple).  Named backends:
 * ``"auto"``  — ``cpp`` for NumPy arrays, ``triton`` for CuPy arrays.
 
 Each named backend states whether it takes a graph with symbolic sizes
-(compiled once, the sizes as arguments) or needs one compile per shape;
+(compiled once, the sizes as arguments) or needs one compile per shape, and
+the float precision its results carry (``spyre``: fp16);
 :func:`lookup_backend` wraps it accordingly (:class:`~minicompile.per_shape.Backend`),
 so dynamo calls every backend the same way.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
+
+import numpy as np
 
 from . import ir
 from .dynamo import OptimizedFunction, explain, reset_all
@@ -55,7 +58,8 @@ def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
 
 # Each backend says here how it takes a graph with symbolic sizes (see per_shape.Backend):
-# True, compiled once with the sizes as arguments; False, compiled once per shape.
+# True, compiled once with the sizes as arguments; False, compiled once per shape; and
+# the float precision it computes in, where that is narrower than each value's dtype.
 BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     "eager": Backend(_eager, "eager", symbolic_sizes=True),  # NumPy runs the graph at any size
     # With mc.Tensor inputs every backend compiles a joint forward/backward pair;
@@ -63,7 +67,8 @@ BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     "aot_eager": Backend(_eager, "aot_eager", symbolic_sizes=True),
     "cpp": Backend(_cpp, "cpp", symbolic_sizes=True),  # kernels take int64_t s0
     "triton": Backend(_triton, "triton", symbolic_sizes=True),  # kernels take s0 as an int argument
-    "spyre": Backend(_spyre, "spyre", symbolic_sizes=False),  # the card's programs are planned for sizes
+    # The card's programs are planned for sizes; its DRAM holds floats as fp16.
+    "spyre": Backend(_spyre, "spyre", symbolic_sizes=False, precision=np.float16),
     "auto": Backend(_auto, "auto", symbolic_sizes=None),  # as cpp or triton, whichever it picks
 }
 PLANNED: tuple[str, ...] = ()

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from . import config, ir, logs
 from .ir import passes, symbolic
 from .warn import warn
@@ -95,12 +97,20 @@ class Backend:
     ``False`` — one compile per shape from the start (a backend that plans for
     concrete sizes); ``None`` — ``compile_fn`` hands each graph on to a backend
     that is itself a :class:`Backend` (``"auto"``), which decides.
+
+    ``precision``: the narrowest float dtype the backend stores or computes
+    float values in (``np.float16`` for the Spyre card, whose DRAM holds fp16),
+    or ``None`` when each value keeps its own dtype.  Its results are as exact
+    as that dtype allows, no more: ``minicompile.testing`` compares them with
+    that dtype's tolerance at least, and a value beyond its range matches the
+    infinity it becomes there.
     """
 
-    def __init__(self, compile_fn: Compile, name: str, symbolic_sizes: bool | None):
+    def __init__(self, compile_fn: Compile, name: str, symbolic_sizes: bool | None, precision: Any = None):
         self.compile_fn = compile_fn
         self.name = name
         self.symbolic_sizes = symbolic_sizes
+        self.precision = None if precision is None else np.dtype(precision)
         self.__name__ = getattr(compile_fn, "__name__", name)  # what a failure names
 
     def __call__(self, graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
@@ -111,14 +121,16 @@ class Backend:
 
     def __repr__(self) -> str:
         how = {True: "symbolic sizes", False: "one compile per shape", None: "decided by the backend it picks"}
-        return f"<backend {self.name}: {how[self.symbolic_sizes]}>"
+        precision = f", floats in {self.precision}" if self.precision is not None else ""
+        return f"<backend {self.name}: {how[self.symbolic_sizes]}{precision}>"
 
 
 def custom_backend(backend: Compile | Backend, name: str) -> Backend:
     """A callable given as the backend.  It is handed a graph with symbolic sizes
     once, and compiled per shape if that raises, unless it says otherwise with a
-    ``symbolic_sizes`` attribute (``False``: per shape from the start)."""
+    ``symbolic_sizes`` attribute (``False``: per shape from the start); a
+    ``precision`` attribute (``np.float16``) states its float precision."""
     if isinstance(backend, Backend):
         return backend
-    return Backend(backend, name, getattr(backend, "symbolic_sizes", True))
+    return Backend(backend, name, getattr(backend, "symbolic_sizes", True), getattr(backend, "precision", None))
 

@@ -44,3 +44,27 @@ def fake_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", double.module)
     double.HOST_COPIES.clear()
     return double
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After the run: the op-info batches' outcomes per backend, as check_backend reports
+    them (tests/ir/test_opinfo.py records them; here they are gathered from every worker)."""
+    import numpy as np
+
+    from minicompile.testing.backends import BackendReport, OpResult
+
+    found: dict[str, tuple] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "check_backend":
+                    backend, precision, results = value
+                    found.setdefault(backend, (precision, []))[1].extend(OpResult(*r) for r in results)
+    if not found:
+        return
+    terminalreporter.section("check_backend: the op-info table per backend (tests/ir/test_opinfo.py)")
+    for backend, (precision, results) in found.items():
+        report = BackendReport(backend, results, precision and np.dtype(precision))
+        terminalreporter.write_line(report.table(failing_only=True))

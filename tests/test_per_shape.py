@@ -18,7 +18,8 @@ def test_each_named_backend_says_how_it_takes_symbolic_sizes():
     assert all(isinstance(b, Backend) for b in BACKENDS.values())
     assert {n: b.symbolic_sizes for n, b in BACKENDS.items()} == {
         "eager": True, "aot_eager": True, "cpp": True, "triton": True, "spyre": False, "auto": None}
-    assert repr(BACKENDS["spyre"]) == "<backend spyre: one compile per shape>"
+    assert repr(BACKENDS["spyre"]) == "<backend spyre: one compile per shape, floats in float16>"
+    assert repr(BACKENDS["cpp"]) == "<backend cpp: symbolic sizes>"
 
 
 def test_a_callable_is_decided_once():

@@ -10,22 +10,24 @@
 #   which compares values only);
 # * `check(fn, *strategies)` — the same over inputs hypothesis draws, in the
 #   layouts compiled code gets wrong most easily, with a reproducer of the
-#   smallest failure;
+#   smallest failure; `aliasing_groups`, `shape_sequences` and `programs`
+#   draw arguments that share memory, calls whose sizes change, and whole
+#   random programs;
 # * `check_backend(backend)` — a backend of your own over every op-info sample,
 #   reported per op and dtype (the role of torch's `opcheck`, for a backend);
 # * `CompileCounter`, `no_recompiles()`, `max_graph_breaks(n)` —
 #   `torch._dynamo.testing`'s counters; `check_gradients` — JAX's `check_grads`.
 #
 # `pip install 'minicompile[testing]'` brings hypothesis, which `check` and
-# `arrays` need; the rest needs only NumPy.
+# its strategies need; the rest needs only NumPy.
 
 # %%
 import numpy as np
 
 import minicompile as mc
 from minicompile.ir import passes
-from minicompile.testing import (CompileCounter, arrays, assert_same, check, check_backend,
-                                 check_gradients, max_graph_breaks, no_recompiles)
+from minicompile.testing import (CompileCounter, aliasing_groups, arrays, assert_same, check, check_backend,
+                                 check_gradients, max_graph_breaks, no_recompiles, programs, shape_sequences)
 
 
 def normalize_rows(x, out):
@@ -131,6 +133,16 @@ assert {r.op for r in report.wrong} == {"subtract"} and report.status("add", np.
 assert not check_backend("cpp", ops=["subtract", "add", "mean"]).wrong
 
 # %% [markdown]
+# A backend that computes in a narrower float type says so (`precision`), and
+# is judged at that precision: the Spyre card keeps floats as fp16, so its
+# results are compared with float16's tolerance; integers stay exact.
+
+# %%
+spyre = check_backend("spyre", ops=["add", "mean"])
+print(spyre.table(details=False).splitlines()[0])
+assert spyre.precision == np.float16 and not spyre.wrong and not spyre.raised
+
+# %% [markdown]
 # ## 5. Compiles and graph breaks, counted
 #
 # `CompileCounter` is a backend that counts the graphs it is given and runs
@@ -166,3 +178,58 @@ rng = np.random.default_rng(1)
 check_gradients(loss, rng.standard_normal((6, 3)), rng.standard_normal((4, 6)), order=2)
 check_gradients(loss, rng.standard_normal((6, 3)), rng.standard_normal((4, 6)), backend="cpp")
 print("gradients match central differences")
+
+# %% [markdown]
+# ## 7. Arguments that alias, sizes that change, whole programs
+#
+# `aliasing_groups(n)` draws `n` arguments at once, all views of one base: the
+# same array twice, overlapping windows, an array and its reversal or
+# transpose, interleaved elements.  A write through one is a write into the
+# others, and the compiled function must see it where NumPy does.
+
+# %%
+def add_into(x, out):
+    out += x[::-1]  # x may view out's elements: NumPy reads them as they were
+    return out.sum()
+
+
+check(add_into, aliasing_groups(2, dtypes=[np.float64]), backends=("eager", "cpp"), max_examples=10, seed=0)
+print("10 aliasing groups on eager and cpp: same as NumPy")
+
+# %% [markdown]
+# `shape_sequences(*shapes)` draws the arguments of several calls whose sizes
+# change from call to call (every axis of a changed size, in every argument,
+# so that they still broadcast): `check` calls one compiled function with each
+# set in turn — the first compiles for its sizes, the first change recompiles
+# once with symbolic sizes (tutorial 14), later ones reuse it.
+
+# %%
+check(normalize_rows, shape_sequences((3, 5), (3, 5), dtypes=[np.float32], layouts=["C"], min_calls=3),
+      backends=("cpp",), max_examples=4, seed=0)
+print("4 sequences of 3 calls on cpp: same as NumPy")
+
+# %% [markdown]
+# `programs()` draws whole NumPy programs, the generator minicompile's own
+# suite tests itself with: by default calls of the op table over independent
+# arrays; `mutation=True` adds writes (in-place operators, setitem, `out=`,
+# views written through), `graph_breaks=True` prints and calls the tracer
+# cannot see, `aliasing=True` arguments that share memory.  A program prints
+# as its source and that of its arguments; `check` runs each on its own.
+
+# %%
+from hypothesis import find, settings  # noqa: E402
+
+
+def writes_through_an_alias(program):
+    arrays_passed = [a for a in program.arguments() if isinstance(a, np.ndarray)]
+    return "+=" in program.source and any(np.shares_memory(x, y) for i, x in enumerate(arrays_passed)
+                                          for y in arrays_passed[i + 1:])
+
+
+# The smallest program hypothesis finds that writes into an argument another one aliases:
+smallest = find(programs(mutation=True, aliasing=True), writes_through_an_alias,
+                settings=settings(database=None, derandomize=True))
+print(smallest)
+check(programs(mutation=True, aliasing=True, graph_breaks=True), backends=("eager",), max_examples=10, seed=0)
+check(programs(), backends=("cpp",), max_examples=3, seed=0)
+print("drawn programs on eager and cpp: same as NumPy")

@@ -12,9 +12,14 @@ Out: assertions that fail with a readable report, and counts to assert on.
 * :func:`check_gradients` — ``mc.grad`` against central differences (JAX's check_grads);
 * :func:`check_backend` — a backend over every op-info sample, reported per op and
   dtype as pass / wrong / raised (the role of torch's opcheck for a backend);
-* :func:`check` and :func:`arrays` (``minicompile.testing.strategies``, needing
-  hypothesis: ``pip install 'minicompile[testing]'``) — property tests over drawn
-  inputs that print a ready-to-paste reproducer when they fail.
+* :func:`check` and the hypothesis strategies it draws from (needing
+  hypothesis: ``pip install 'minicompile[testing]'``) — property tests that
+  print a ready-to-paste reproducer when they fail: :func:`arrays` (odd
+  layouts, 0-d and empty shapes), :func:`aliasing_groups` (arguments that are
+  views of one base), :func:`shape_sequences` (calls whose sizes change: dynamic
+  shapes) — ``minicompile.testing.strategies`` — and :func:`programs` (random
+  NumPy programs, with mutation, graph breaks, aliasing as options:
+  ``minicompile.testing.random_programs``).
 
 Importing this package needs neither pytest nor hypothesis.
 """
@@ -29,13 +34,16 @@ from .gradients import check_gradients
 
 __all__ = ["assert_same", "assert_close", "copy_args", "TOLERANCE", "DEFAULTS", "CompileCounter",
            "no_recompiles", "max_graph_breaks", "check_gradients", "check_backend", "BackendReport",
-           "check", "arrays"]
+           "check", "arrays", "aliasing_groups", "shape_sequences", "programs"]
+
+# name -> the module defining it; these import hypothesis, so only when asked for.
+_STRATEGIES = {"check": "strategies", "arrays": "strategies", "aliasing_groups": "strategies",
+               "shape_sequences": "strategies", "programs": "random_programs"}
 
 
 def __getattr__(name: str) -> Any:
-    # The strategies import hypothesis: only when they are asked for.
-    if name in ("check", "arrays"):
-        from . import strategies
+    if name in _STRATEGIES:
+        import importlib
 
-        return getattr(strategies, name)
+        return getattr(importlib.import_module(f".{_STRATEGIES[name]}", __name__), name)
     raise AttributeError(f"module 'minicompile.testing' has no attribute {name!r}")

@@ -18,6 +18,12 @@ it in the copies too, so in-place writes through aliases are compared as well.
 tuple stays a tuple, a NumPy scalar is not a 0-d array, a Python ``bool`` is
 not ``np.bool_``), then dtype, shape and values, exact for bools, integers and
 strings, within :data:`TOLERANCE` for floating point, NaN equal to NaN.
+
+A backend that computes floats in a narrower dtype than the values' own
+declares it (``precision``: the Spyre card keeps floats as fp16; see
+:func:`backend_precision`); its float results are compared with that dtype's
+tolerance at least, and where NumPy's value lies beyond that dtype's range, the
+infinity it becomes there is the right answer.
 """
 from __future__ import annotations
 
@@ -49,13 +55,29 @@ TOLERANCE: dict[np.dtype, tuple[float, float]] = {
 DEFAULTS: dict[str, Any] = {"backend": "auto", "backends": ("eager", "cpp")}
 
 
-def tolerance(dtype: np.dtype, table: dict | None = None) -> tuple[float, float] | None:
+def tolerance(dtype: np.dtype, table: dict | None = None, precision: Any = None) -> tuple[float, float] | None:
     """The (rtol, atol) of a floating or complex dtype in ``table`` (default
-    :data:`TOLERANCE`); None: compared exactly."""
+    :data:`TOLERANCE`), loosened to ``precision``'s (a backend's float dtype)
+    when that is looser; None: compared exactly."""
     dtype = np.dtype(dtype)
     if dtype.kind == "c":
         dtype = np.empty(0, dtype).real.dtype
-    return (table or TOLERANCE).get(dtype, (1e-9, 1e-10)) if dtype.kind == "f" else None
+    if dtype.kind != "f":
+        return None
+    rtol, atol = (table or TOLERANCE).get(dtype, (1e-9, 1e-10))
+    if precision is not None:
+        floor = TOLERANCE.get(np.dtype(precision), (1e-9, 1e-10))
+        rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
+    return rtol, atol
+
+
+def backend_precision(backend: Any) -> np.dtype | None:
+    """The float dtype ``backend`` computes in when narrower than each value's own:
+    what it declares (:class:`minicompile.per_shape.Backend`'s ``precision``; a
+    callable backend's ``precision`` attribute), ``None`` for full precision."""
+    from minicompile.api import lookup_backend
+
+    return lookup_backend(backend)[0].precision
 
 
 # ---------------------------------------------------------------------------
@@ -64,19 +86,21 @@ def tolerance(dtype: np.dtype, table: dict | None = None) -> tuple[float, float]
 
 
 def differences(actual: Any, expected: Any, where: str = "result", rtol: float | None = None,
-                atol: float | None = None, tolerances: dict | None = None) -> list[str]:
+                atol: float | None = None, tolerances: dict | None = None, precision: Any = None) -> list[str]:
     """Every place where ``actual`` is not ``expected``, one line each (empty: the same)."""
     out: list[str] = []
-    _compare(actual, expected, where, (rtol, atol, tolerances), out)
+    _compare(actual, expected, where, (rtol, atol, tolerances, precision), out)
     return out
 
 
 def assert_close(actual: Any, expected: Any, where: str = "result", rtol: float | None = None,
-                 atol: float | None = None, tolerances: dict | None = None) -> None:
+                 atol: float | None = None, tolerances: dict | None = None, precision: Any = None) -> None:
     """Raise ``AssertionError`` listing the differences (see :func:`differences`).
     ``tolerances`` (a dtype -> (rtol, atol) table) replaces :data:`TOLERANCE`;
-    ``rtol``/``atol`` override both for every floating value."""
-    found = differences(actual, expected, where, rtol, atol, tolerances)
+    ``precision`` (a float dtype: the one ``actual`` was computed in) loosens it
+    to that dtype's and lets a value beyond its range be infinite;
+    ``rtol``/``atol`` override all of them for every floating value."""
+    found = differences(actual, expected, where, rtol, atol, tolerances, precision)
     if found:
         raise AssertionError("\n".join(found))
 
@@ -140,8 +164,8 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, where: str, tol: t
         if not np.array_equal(actual, expected):
             out.append(f"{where}: compiled gives {actual!r}, NumPy {expected!r}")
         return
-    rtol, atol, table = tol
-    default = tolerance(expected.dtype, table)
+    rtol, atol, table, precision = tol
+    default = tolerance(expected.dtype, table, precision)
     if default is None:
         wrong = actual != expected
     else:
@@ -149,6 +173,8 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, where: str, tol: t
         atol = default[1] if atol is None else atol
         with np.errstate(all="ignore"):
             wrong = ~np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+            if precision is not None and expected.dtype.kind == "f":
+                wrong &= actual != expected.astype(precision)  # beyond its range: the infinity it holds
     if not wrong.any():
         return
     first = tuple(int(i) for i in np.argwhere(wrong)[0])
@@ -166,7 +192,8 @@ def _compare_arrays(actual: np.ndarray, expected: np.ndarray, where: str, tol: t
                 text += f"; max abs error {error[finite].max():.3g}, max rel error {rel.max():.3g}"
             if (~finite).any():
                 text += f"; {int((~finite).sum())} differ in NaN or infinity"
-        text += f" (rtol={rtol:g}, atol={atol:g})"
+        held = f", computed in {np.dtype(precision)}" if precision is not None else ""
+        text += f" (rtol={rtol:g}, atol={atol:g}{held})"
     elif expected.dtype.kind in "iu":
         error = np.abs(actual[wrong].astype(np.float64) - expected[wrong].astype(np.float64))
         text += f"; max abs error {error.max():g}"
@@ -326,13 +353,19 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     views) an argument exactly where NumPy's is; return the compiled result.
 
     ``backend``: a name (``"eager"``, ``"cpp"``, ...) or a callable backend;
-    ``None`` means ``DEFAULTS["backend"]`` (``"auto"``).  When ``fn`` raises,
+    ``None`` means ``DEFAULTS["backend"]`` (``"auto"``), except for a function
+    ``mc.compile`` already made, which is then called as it is (its backend,
+    and its cache: successive calls with new sizes meet dynamic shapes, as
+    :func:`~minicompile.testing.check` runs a ``shape_sequences`` draw).  When ``fn`` raises,
     the compiled function must raise the same exception type (and leave the
     arguments as ``fn`` left them).  Tolerances: :data:`TOLERANCE` for each
-    value's dtype, or the least precise floating argument's when that is looser.
+    value's dtype, or the least precise floating argument's, or the backend's
+    declared precision's (:func:`backend_precision`), whichever is loosest.
     """
-    backend = DEFAULTS["backend"] if backend is None else backend
+    reuse = isinstance(fn, OptimizedFunction) and backend is None
+    backend = (fn.backend if reuse else DEFAULTS["backend"]) if backend is None else backend
     table = _table_for_inputs((args, kwargs))
+    tol = (None, None, table, backend_precision(backend))
     original = fn.original if isinstance(fn, OptimizedFunction) else fn
     eager_args, eager_kwargs = copy_args((args, kwargs))
     compiled_args, compiled_kwargs = copy_args((args, kwargs))
@@ -340,19 +373,19 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected, eager_error = _call(original, eager_args, eager_kwargs)
-        compiled = mc.compile(original, backend=backend)
+        compiled = fn if reuse else mc.compile(original, backend=backend)
         actual, compiled_error = _call(compiled, compiled_args, compiled_kwargs)
     found: list[str] = []
     if type(eager_error) is not type(compiled_error):
         said = lambda e: "nothing" if e is None else f"{type(e).__name__}: {e}"  # noqa: E731
         found.append(f"raised: compiled raised {said(compiled_error)}; NumPy raised {said(eager_error)}")
     elif eager_error is None:
-        _compare(actual, expected, "result", (None, None, table), found)
+        _compare(actual, expected, "result", tol, found)
     compared: list[tuple[list, list]] = [[], []]
     for label, i, k in _argument_names(original, args, kwargs):
         a = compiled_args[i] if k is None else compiled_kwargs[k]
         e = eager_args[i] if k is None else eager_kwargs[k]
-        _compare(a, e, f"{label} (after the call)", (None, None, table), found)
+        _compare(a, e, f"{label} (after the call)", tol, found)
         compared[0] += _arrays_with_paths(a, label)
         compared[1] += _arrays_with_paths(e, label)
     if eager_error is None and compiled_error is None and not found:
@@ -360,7 +393,8 @@ def assert_same(fn: Callable, *args: Any, backend: Any = None, **kwargs: Any) ->
     if not found:
         return actual
     name = getattr(original, "__qualname__", repr(original))
-    message = [f"compiled {name} (backend {backend_name(backend)!r}) differs from eager NumPy:"]
+    shown = fn.backend_name if reuse else backend_name(backend)
+    message = [f"compiled {name} (backend {shown!r}) differs from eager NumPy:"]
     message += ["  " + line for line in found]
     message.append("Captured graphs (mc.explain):")
     message.append(_explained(original, args, kwargs))

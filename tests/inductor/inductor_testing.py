@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from minicompile import ir
+from minicompile import ir, testing
 from minicompile.inductor import compile_graph
 from minicompile.ir import TensorMeta
 
@@ -75,21 +75,10 @@ def check(graph: ir.Graph, inputs: list):
     return compiled
 
 
-DYNAMIC_TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
-
-
 def assert_close(actual, expected):
-    """Same Python type, dtype and shape, and values within DYNAMIC_TOLERANCE
-    (exact for other dtypes); tuples compared member by member."""
-    if isinstance(expected, tuple):
-        assert isinstance(actual, tuple) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_close(a, e)
-        return
-    assert type(actual) is type(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    tol = DYNAMIC_TOLERANCE.get(expected.dtype, 0)
-    np.testing.assert_allclose(actual, expected, rtol=tol, atol=tol)
+    """``minicompile.testing.assert_close`` at :data:`TOLERANCE`: same Python type,
+    dtype and shape, tuples member by member, integers and bools exact."""
+    testing.assert_close(actual, expected, tolerances={d: (t["rtol"], t["atol"]) for d, t in TOLERANCE.items()})
 
 
 def layer_norm_graph(shape: tuple) -> ir.Graph:

@@ -18,25 +18,13 @@ from hypothesis import strategies as st
 
 from minicompile import ir
 from minicompile.ir import Graph, TensorMeta, indexing
+from minicompile.testing import assert_close
+from minicompile.testing.opinfo import TOLERANCE
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::RuntimeWarning"),
     pytest.mark.filterwarnings("ignore:minicompile:UserWarning"),
 ]
-
-TOLERANCE = {np.dtype(np.float16): (2e-3, 2e-3), np.dtype(np.float32): (2e-5, 1e-6),
-             np.dtype(np.float64): (1e-12, 1e-12)}
-
-
-def assert_same(actual: np.ndarray, expected: np.ndarray, where: str) -> None:
-    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
-    assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
-    if expected.dtype in TOLERANCE:
-        rtol, atol = TOLERANCE[expected.dtype]
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
-    else:
-        np.testing.assert_array_equal(actual, expected, err_msg=where)
-
 
 # ---------------------------------------------------------------------------
 # One level down: graphs built directly, for ops capture does not reach yet
@@ -63,7 +51,7 @@ def check_graph(build: Callable, inputs: list[np.ndarray], expected: Any) -> Non
         for got, want in zip(results, expected):
             # The backend may hand back a NumPy scalar or a 0-d array; capture
             # decides the Python type from the op (see test_scalar_results).
-            assert_same(np.asarray(got), np.asarray(want), backend)
+            assert_close(np.asarray(got), np.asarray(want), backend, tolerances=TOLERANCE)
 
 
 X = np.arange(60.0).reshape(3, 4, 5)[:, ::-1]  # negatively strided

@@ -4,8 +4,10 @@ The table itself — :class:`OpInfo`, its samples and batches — lives in
 ``minicompile.testing.opinfo`` (``minicompile.testing.check_backend`` runs it
 through any backend); its names are imported here too, for the modules that
 load this one.  Each sample's function runs through NumPy and through
-``mc.compile(f, backend=B)`` for B in ("eager", "cpp"; "triton" in its
-interpreter when installed).  Results must agree on value (exact for bools and
+``mc.compile(f, backend="eager")``; the batches (one function per code form,
+every dtype at once) through "cpp", "spyre" (floats at its fp16 precision) and
+"triton" (in its interpreter, when installed), and the run ends with their
+check_backend reports, one per backend (tests/conftest.py).  Results must agree on value (exact for bools and
 integers; rtol/atol per float dtype in :data:`TOLERANCE`), dtype, shape and
 Python type (a 0-d result is a NumPy scalar exactly where NumPy gives one).
 When NumPy raises, the compiled function raises the same exception type.
@@ -27,7 +29,9 @@ import pytest
 
 import minicompile as mc
 from minicompile import ir
+from minicompile.api import BACKENDS
 from minicompile.testing import assert_close
+from minicompile.testing.backends import check_batch
 from minicompile.testing.opinfo import (  # noqa: F401  (re-exported: other test modules load this one)
     ALL, BOOL, CPP_BATCHES, FLOATS, GRAPH_BREAKS, INFOS, INTS, LAYOUTS, NUMS, SAMPLES, TOLERANCE,
     UNDEFINED_VALUES, Batch, OpInfo, Sample, cpp_batches, make_array, run, samples, ufunc_info,
@@ -43,10 +47,6 @@ def test_every_op_reaches_the_cpp_backend():
     # Code forms that NumPy refuses in every dtype (a bad axis) have no batch.
     assert {b.info.op for b in CPP_BATCHES} == {i.op for i in INFOS}
     assert len(CPP_BATCHES) > 0.8 * sum(len(i.code) for i in INFOS)
-
-
-def assert_same(actual: Any, expected: Any, where: str) -> None:
-    assert_close(actual, expected, where, tolerances=TOLERANCE)
 
 
 def check_sample(sample: Sample, backend: str) -> bool:
@@ -67,7 +67,7 @@ def check_sample(sample: Sample, backend: str) -> bool:
     actual = run(compiled, args)
     if sample.code in UNDEFINED_VALUES:
         actual, expected = (np.zeros_like(v) for v in (actual, expected))
-    assert_same(actual, expected, sample.source())
+    assert_close(actual, expected, sample.source(), tolerances=TOLERANCE)
     return True
 
 
@@ -93,32 +93,46 @@ def test_squeeze_of_a_numpy_scalar():
     assert type(mc.compile(f, backend="eager")(x)) is type(f(x))
 
 
+def check_batch_reported(batch: Batch, backend: Any, name: str, record_property: Any) -> None:
+    """``batch`` through ``backend`` as :func:`minicompile.testing.check_backend` runs it
+    (``precision``: the backend's own), each member's outcome recorded for the
+    run's summary (tests/conftest.py prints it per backend); every member must pass."""
+    precision = BACKENDS[name].precision
+    results = check_batch(batch, backend, precision, tolerances=TOLERANCE)
+    record_property("check_backend", (name, precision and precision.name,
+                                      [(r.op, r.dtype, r.code, r.status, r.detail) for r in results]))
+    failing = [f"{r.status}: {r.dtype}: {r.detail}" for r in results if r.status != "pass"]
+    assert not failing, "\n".join(failing) + "\n" + batch.source()
+
+
 @pytest.mark.parametrize("batch", CPP_BATCHES, ids=[b.id for b in CPP_BATCHES])
-def test_cpp_backend_matches_numpy(batch):
-    fn, args = batch.function(), batch.args()
-    expected = run(fn, args)
-    compiled = mc.compile(fn, backend="cpp")
-    actual = run(compiled, args)
+def test_cpp_backend_matches_numpy(batch, record_property):
+    compiled = []
+
+    def cpp(graph, example_inputs):
+        compiled.append(BACKENDS["cpp"](graph, example_inputs))
+        return compiled[-1]
+
+    check_batch_reported(batch, cpp, "cpp", record_property)
     # Ops without a loop lowering run as Externs inside the compiled graph; the
     # graph as a whole never falls back to NumPy.
-    assert getattr(compiled.cache[0].compiled, "fallback_reason", None) is None
-    if batch.code in UNDEFINED_VALUES:
-        actual, expected = (tuple(np.zeros_like(v) for v in r) for r in (actual, expected))
-    assert_same(actual, expected, batch.source())
+    assert [getattr(c, "fallback_reason", None) for c in compiled] == [None] * len(compiled)
 
 
 @pytest.mark.parametrize("batch", CPP_BATCHES, ids=[b.id for b in CPP_BATCHES])
-def test_triton_backend_matches_numpy(batch):
+def test_triton_backend_matches_numpy(batch, record_property):
     """The same batches through the triton backend, its kernels in Triton's
     interpreter (on CuPy arrays the GPU module tests/inductor/test_triton_gpu_programs.py
     runs a slice of them against CuPy eager)."""
     pytest.importorskip("triton")
-    fn, args = batch.function(), batch.args()
-    expected = run(fn, args)
-    actual = run(mc.compile(fn, backend="triton"), args)
-    if batch.code in UNDEFINED_VALUES:
-        actual, expected = (tuple(np.zeros_like(v) for v in r) for r in (actual, expected))
-    assert_same(actual, expected, batch.source())
+    check_batch_reported(batch, "triton", "triton", record_property)
+
+
+@pytest.mark.parametrize("batch", CPP_BATCHES, ids=[b.id for b in CPP_BATCHES])
+def test_spyre_backend_matches_numpy(batch, record_property):
+    """The same batches on the simulated Spyre card, floats compared at its fp16
+    precision; what the card cannot run, the host runs, and says so."""
+    check_batch_reported(batch, "spyre", "spyre", record_property)
 
 
 # ---------------------------------------------------------------------------

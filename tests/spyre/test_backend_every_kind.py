@@ -459,3 +459,24 @@ def test_concatenate_of_any_shapes(rows, a, b, axis):
     if axis == 0:
         y = uniform(b, a)
     on_card(lambda x, y: np.concatenate([x, np.tanh(y)], axis=axis), x, y)
+
+
+def test_concatenate_skips_empty_pieces():
+    """Regression: a piece of zero elements (an empty argument, an empty slice) made a
+    tile zero columns wide and the planner divided by zero; it adds no columns."""
+    x, empty = exact(40, 30), exact(0, 30)
+    compiled = on_card(lambda x, e: np.concatenate([x[:0], e, x, -x, e]), x, empty)
+    assert "concatenate: 5 pieces" in " ".join(s.plan for s in compiled.program.device_steps)
+    on_card(lambda x: np.concatenate([x[:, 3:3], x * 2, x[:, :0]], axis=1), x)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (lambda a, b: np.ediff1d(a, to_begin=b), (exact(0), exact(1))),  # an empty difference
+    (lambda a, b: np.append(a, b), (exact(0, 3), exact(1, 3))),
+    (lambda a: np.geomspace(1, a + 10, 2, axis=-1), (exact(4) ** 2,)),  # an empty middle
+])
+def test_numpy_functions_that_concatenate_an_empty_piece(fn, args):
+    mc.reset()
+    out, ref = mc.compile(fn, backend="spyre")(*args), fn(*args)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=TOL, atol=TOL)

@@ -40,7 +40,10 @@ def plan_concatenate(ext: L.Extern, schedule: Schedule, cfg: SpyreConfig) -> Dev
     out = step.dram(ext.name, (outer, width), "output", fmt)
     bands, offset = [], 0  # (DRAM name, walk or None, column offset, band width)
     for piece in pieces:
-        dram, walk, band = _band(step, schedule, piece.name, axis, outer, ext.dtype, fmt)
+        found = _band(step, schedule, piece.name, axis, outer, ext.dtype, fmt)
+        if found is None:  # an empty piece adds no columns (and would make a tile 0 wide)
+            continue
+        dram, walk, band = found
         bands.append((dram, walk, offset, band))
         offset += band
     itemsize = DTYPES[fmt].itemsize
@@ -64,16 +67,21 @@ def plan_concatenate(ext: L.Extern, schedule: Schedule, cfg: SpyreConfig) -> Dev
 
 def _band(step: DeviceStep, schedule: Schedule, name: str, axis: int, outer: int,
           dtype: np.dtype, fmt: str):
-    """Where input ``name`` is read from: (DRAM tensor, gather walk or None, band width)."""
+    """Where input ``name`` is read from: (DRAM tensor, gather walk or None, band width);
+    None for a piece of zero elements, which has nothing to move."""
     if name in schedule.buffers:
         buf = schedule.buffers[name]
         if buf.dtype != dtype:
             raise Unmappable(f"concatenate casts {buf.dtype} to {dtype}")
         band = math.prod(buf.shape[axis:])
+        if band == 0:
+            return None
         return step.dram(name, (outer, band), "input", fmt), None, band
     base, shape, offset = view_of(schedule, name)
     if base.dtype != dtype:
         raise Unmappable(f"concatenate casts {base.dtype} to {dtype}")
+    if math.prod(shape[axis:]) == 0:
+        return None
     index = L.loop_index("x", shape)
     row = L.linearize(index[:axis], L.contiguous_strides(shape[:axis]))
     col = L.linearize(index[axis:], L.contiguous_strides(shape[axis:]))
