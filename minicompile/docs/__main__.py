@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
                              help="only these tutorials (their numbers), for a quick look")
         command.add_argument("--jobs", type=int, help="kernels at once (default: one per CPU)")
     args = parser.parse_args(argv)
+    if not notebooks.TUTORIALS.is_dir():
+        raise SystemExit(f"no tutorials in {notebooks.TUTORIALS}: run this in a source checkout of minicompile")
     scripts = _selected(args.only, notebooks.tutorials())
     try:
         if args.command == "notebooks":

@@ -67,3 +67,11 @@ def test_the_key_follows_the_tutorial(tmp_path):
     assert notebooks.source_key(script) == key
     script.write_text(DRAWS.replace("drawn", "drawn again"))
     assert notebooks.source_key(script) != key
+
+
+def test_the_command_line_refuses_a_tutorial_that_is_not_there(tmp_path):
+    from minicompile.docs.__main__ import main
+
+    with pytest.raises(SystemExit, match="99"):
+        main(["notebooks", str(tmp_path), "--only", "01", "99"])
+    assert not any(tmp_path.iterdir())

@@ -42,12 +42,13 @@ def site(tmp_path_factory) -> tuple[Path, list[str]]:
     # Built once per session: pytest-xdist's workers share the folder above their own.
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    out = root / "docs-site"
+    out, built = root / "docs-site", root / "docs-site.built"
     shown = [t for t in notebooks.tutorials() if t.stem[:2] in SMALL]
     with open(root / "docs-site.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / "index.html").exists():
+        if not built.exists():  # not after a failed build, which may have written pages
             build(out, root / "docs-notebooks", shown)
+            built.touch()
     return out, [t.stem for t in shown]
 
 
