@@ -12,7 +12,12 @@ CAPTURES := $(addprefix capture-,$(CAPTURE_VERSIONS))
 # $(call mkvenv,INTERPRETER,DIR): shell snippet creating a venv with a fresh pip.
 mkvenv = "$(1)" -m venv $(2) && $(2)/bin/python -m pip install -q --upgrade pip
 
-.PHONY: demo test fuzz bench bench-gpu tutorials clean clean-cache $(CAPTURES)
+.PHONY: demo test fuzz bench bench-gpu tutorials docs clean clean-cache $(CAPTURES)
+
+# Graphviz (pictures) and Chromium (browser tests) from Debian when missing; a recipe line.
+INSTALL_TOOLS = -@command -v dot >/dev/null && command -v chromium >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; } || \
+	  echo "graphviz/chromium not installed: picture and browser tests will skip"
 
 # Main venv (file target).
 $(PYTHON):
@@ -30,12 +35,12 @@ demo: $(PYTHON)
 
 # Whole suite on the main venv, then `-m capture` on each CAPTURE_VERSIONS interpreter found;
 # pytest-xdist runs the tests on every core (TEST_WORKERS=0 runs them in one process).
+# The suite's `-m docs` tests build a small documentation site (one tutorial) and open it
+# in Chromium; `make docs` checks the whole site.
 TEST_WORKERS ?= auto
 test: $(PYTHON)
-	$(PYTHON) -m pip install -q -e '.[dev,triton]'
-	-@command -v dot >/dev/null && command -v chromium >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; } || \
-	  echo "graphviz/chromium not installed: picture and browser tests will skip"
+	$(PYTHON) -m pip install -q -e '.[dev,triton,docs]'
+	$(INSTALL_TOOLS)
 	$(PYTHON) -m pytest -n $(TEST_WORKERS)
 	@$(MAKE) --no-print-directory $(CAPTURES)
 
@@ -85,13 +90,21 @@ bench: $(PYTHON)
 bench-gpu:
 	PYTHONPATH=. python3 -m minicompile bench --gpu
 
-# Each tutorial as a Jupyter notebook in build/notebooks (jupytext reads the "# %%" cells).
+# Each tutorial as a Jupyter notebook in build/notebooks, executed: its outputs and pictures
+# kept, and kept between runs (a notebook runs again when its tutorial or the package changes).
 tutorials: $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[notebooks]'
-	@mkdir -p build/notebooks
-	for f in tutorials/[0-9][0-9]_*.py; do \
-		$(PYTHON) -m jupytext --from py:percent --to ipynb -o build/notebooks/$$(basename $$f .py).ipynb $$f || exit 1; \
-	done
+	$(PYTHON) -m minicompile.docs notebooks build/notebooks
+
+# The documentation site in build/docs (open build/docs/index.html): the README, the
+# architecture, the API reference and every tutorial executed, from the notebooks `make
+# tutorials` keeps in build/notebooks.  Then the whole site is checked in Chromium
+# (the `-m docs` tests on build/docs; `make test` runs them on a small site of its own).
+docs: $(PYTHON)
+	$(PYTHON) -m pip install -q -e '.[docs]'
+	$(INSTALL_TOOLS)
+	$(PYTHON) -m minicompile.docs site build/docs --notebooks build/notebooks
+	MINICOMPILE_DOCS_SITE=build/docs $(PYTHON) -m pytest -p no:cacheprovider -m docs tests/docs
 
 # What this checkout's own commands write into it: the virtual environments, build/
 # (benchmark results, notebooks, fuzz logs), packaging output, the benchmarks' default

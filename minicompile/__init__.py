@@ -1,5 +1,7 @@
 """minicompile: torch.compile's pipeline rebuilt from scratch in Python, for NumPy code.
 
+Compile a NumPy function::
+
     import minicompile as mc
 
     @mc.compile

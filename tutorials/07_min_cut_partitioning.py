@@ -20,15 +20,13 @@
 # %%
 import dataclasses
 import math
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 import minicompile as mc
-from minicompile.ir import passes
+from minicompile.ir import drawing, passes
 from minicompile.aot.maxflow import FlowNetwork
 from minicompile.aot.partition import (
     RECOMPUTABLE_KINDS, default_partition, min_cut_partition, nbytes, to_dot,
@@ -367,21 +365,16 @@ assert scaling == sorted(scaling) and scaling[-1] >= 0.40
 # ## A picture of the cut
 #
 # `to_dot` draws the joint graph: forward values blue, backward nodes orange,
-# saved values as bold red boxes, recomputed values dashed.  Render it with
-# Graphviz's `dot` when it is installed.
+# saved values as bold red boxes, recomputed values dashed.  `drawing.save`
+# renders it with Graphviz's `dot` (without Graphviz it writes the DOT text
+# instead), and `drawing.show` shows the picture: inline in a notebook, as
+# its path when run as a script.
 
 # %%
-out_dir = Path(tempfile.mkdtemp(prefix="minicompile_cut_"))
-dot_path = out_dir / "mlp_block_min_cut.dot"
 dot_text = to_dot(joint, min_cut)
-dot_path.write_text(dot_text)
 assert dot_text.startswith("digraph") and dot_text.count("shape=box") == len(min_cut.saved)
-if shutil.which("dot"):
-    svg_path = dot_path.with_suffix(".svg")
-    subprocess.run(["dot", "-Tsvg", str(dot_path), "-o", str(svg_path)], check=True)
-    print(f"wrote {dot_path} and rendered {svg_path}")
-else:
-    print(f"wrote the DOT text to {dot_path}; `dot` (Graphviz) is not installed, so no SVG")
+out_dir = Path(tempfile.mkdtemp(prefix="minicompile_cut_"))
+drawing.show(drawing.save(dot_text, str(out_dir / "mlp_block_min_cut.svg")))
 
 # %% [markdown]
 # ## The map

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minicompile.ir import drawing
 from minicompile.spyre import (DmaLoad, DmaWait, Program, SpyreConfig, SpyreError, Tile,
                                UninitializedReadError, VectorUnary, simulate)
 from minicompile.spyre.matmul_plan import MatmulTiling, choose_tiling, plan_matmul
@@ -88,14 +89,18 @@ print("matches NumPy;", report.total_cycles, "cycles")
 #
 # The report records every instruction on its unit.  As Chrome trace JSON
 # it opens in https://ui.perfetto.dev: one row per core and unit, DMA bars
-# running under matmul bars when the overlap works.
+# running under matmul bars when the overlap works.  `write_png` draws the
+# same bars with matplotlib.
 
 # %%
 print(report)
 out_dir = Path(tempfile.mkdtemp(prefix="spyre-"))
 trace = report.write_chrome_trace(out_dir / "matmul_trace.json")
 print("trace:", trace, f"({len(report.events)} events)")
-print(report.write_png(out_dir / "matmul_timeline.png"))
+timeline = out_dir / "matmul_timeline.png"
+print(report.write_png(timeline))  # without matplotlib: why there is no picture
+if timeline.exists():
+    drawing.show(timeline)
 assert trace.stat().st_size > 0
 
 # %% [markdown]

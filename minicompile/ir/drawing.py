@@ -4,7 +4,9 @@ In:  an :class:`~.graph.Graph`, optionally a grouping of its nodes (a fused
      schedule: node name -> kernel name) and extra styles per node.
 Out: :func:`to_dot` returns DOT text; :func:`render` turns DOT into SVG/PNG
      bytes with Graphviz's ``dot`` program; :func:`save` writes a picture to a
-     file, or — without Graphviz — the DOT text beside it, saying so once.
+     file, or — without Graphviz — the DOT text beside it, saying so once;
+     :func:`show` shows a picture file inline in a Jupyter notebook (a
+     tutorial run as one, a page of the docs site), else prints its path.
 
 Inputs are boxes, ops are ellipses labelled with their NumPy call and result
 meta, outputs are a double octagon; with ``groups`` every group gets one
@@ -144,3 +146,27 @@ def save(dot: str, path: str) -> str:
     with open(path, "wb") as f:
         f.write(data)
     return path
+
+
+def _notebook_shell():
+    """The running Jupyter kernel's IPython shell, or None (a script, a terminal IPython)."""
+    ipython = sys.modules.get("IPython")  # every kernel has imported it; never imported here
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell if getattr(shell, "kernel", None) is not None else None
+
+
+def show(path: str | os.PathLike) -> None:
+    """Show the picture at ``path`` where the reader is.
+
+    In a Jupyter kernel an ``.svg`` or ``.png`` file becomes the cell's output, so
+    the picture appears in the notebook and on the docs site; anywhere else, or
+    for any other file (the DOT text :func:`save` writes without Graphviz), the
+    path is printed."""
+    path = os.fspath(path)
+    kind = {".svg": "SVG", ".png": "Image"}.get(os.path.splitext(path)[1].lower())
+    if kind is None or _notebook_shell() is None or not os.path.exists(path):
+        print(path)
+        return
+    from IPython import display
+
+    display.display(getattr(display, kind)(filename=path))

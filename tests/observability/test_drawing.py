@@ -85,3 +85,11 @@ def test_every_node_and_edge_of_any_graph_is_drawn(ops, data):
     expected = {(i.name, n.name) for n in g.calls for i in n.inputs} | {(values[-1].name, "output")}
     assert set(re.findall(r'"(\w+)" -> "(\w+)"', dot)) == expected
     assert dot.count("subgraph cluster_") == len(set(groups.values()))
+
+
+def test_show_prints_the_path_outside_a_notebook(tmp_path, capsys):
+    """In a script the picture's path is printed (tests/docs/test_notebooks.py shows it inline in a kernel)."""
+    picture = tmp_path / "graph.svg"
+    picture.write_text("<svg/>")
+    drawing.show(picture)
+    assert capsys.readouterr().out == f"{picture}\n"

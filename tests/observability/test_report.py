@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import textwrap
 
 import numpy as np
@@ -16,6 +15,7 @@ import minicompile as mc
 from minicompile.__main__ import main as cli
 from minicompile.ir import drawing
 from minicompile.report.html import SECTIONS
+from chromium import console_lines, find_browser, headless
 
 
 def with_break(x, w):
@@ -188,45 +188,27 @@ def test_cli_uses_the_examples_own_inputs(tmp_path):
 
 # ---- in a real browser -----------------------------------------------------------------
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no Chromium found: `make test` installs Debian's chromium (apt-get install chromium)")
-
-
-def _headless(browser, *args, cwd):
-    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-           "--user-data-dir=" + str(cwd / "profile"), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
-
-
-def _console_lines(stderr):
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
-
-
 def test_console_errors_are_detected(tmp_path):
     """The check below can fail: a page with a script error shows up in the log."""
-    browser = _chromium()
+    browser = find_browser()
     bad = tmp_path / "bad.html"
     bad.write_text("<!DOCTYPE html><html><body><script>missingFunction();</script></body></html>")
-    run = _headless(browser, "--dump-dom", bad.as_uri(), cwd=tmp_path)
-    assert any("missingFunction" in line for line in _console_lines(run.stderr))
+    run = headless(browser, "--dump-dom", bad.as_uri(), cwd=tmp_path)
+    assert any("missingFunction" in line for line in console_lines(run.stderr))
 
 
 def test_report_loads_in_chromium_without_console_errors(page_with_break, tmp_path):
-    browser = _chromium()
+    browser = find_browser()
     path, _ = page_with_break
     uri = "file://" + os.path.abspath(path)
-    run = _headless(browser, "--dump-dom", uri, cwd=tmp_path)
+    run = headless(browser, "--dump-dom", uri, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert _console_lines(run.stderr) == []
+    assert console_lines(run.stderr) == []
     dom = run.stdout
     for section in ("summary", "source", "bytecode", "graphs", "guards", "schedule", "kernels", "timings"):
         assert f'id="{section}"' in dom
     shot = tmp_path / "report.png"
-    run = _headless(browser, f"--screenshot={shot}", "--window-size=1280,2400", uri, cwd=tmp_path)
+    run = headless(browser, f"--screenshot={shot}", "--window-size=1280,2400", uri, cwd=tmp_path)
     assert shot.exists() and shot.read_bytes()[:4] == b"\x89PNG"
     keep = os.environ.get("MINICOMPILE_REPORT_SCREENSHOT")
     if keep:  # for looking at it: MINICOMPILE_REPORT_SCREENSHOT=/tmp/report.png
