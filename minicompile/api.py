@@ -107,7 +107,7 @@ def compile(
     alone determine is computed once (:mod:`minicompile.ir.freezing`).
     ``mode="reduce-overhead"`` (also ``options={"mode": ...}``), as torch.compile's:
     on CuPy arrays each graph's launches are recorded once into a CUDA graph and
-    replayed per call (:mod:`minicompile.inductor.cudagraphs` says what a caller
+    replayed per call (:mod:`minicompile.inductor.codegen.triton.cudagraphs` says what a caller
     may keep); ``"default"`` launches kernel by kernel.
     """
     backend_fn, name = lookup_backend(backend)
@@ -122,7 +122,7 @@ def compile(
 
         backend_fn = freezing_backend(backend_fn)
     if mode == "reduce-overhead":
-        from .inductor.cudagraphs import cudagraph_backend
+        from .inductor.codegen.triton.cudagraphs import cudagraph_backend
 
         backend_fn = cudagraph_backend(backend_fn)
     if options:

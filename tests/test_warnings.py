@@ -115,7 +115,7 @@ def cxx_passed_over(monkeypatch, tmp_path):
 def cudagraph_refused(monkeypatch, tmp_path):
     import fake_cupy
 
-    from minicompile.inductor import cudagraphs
+    from minicompile.inductor.codegen.triton import cudagraphs
 
     def refuse(compiled, inputs):
         raise RuntimeError("operation not permitted when stream is capturing")
@@ -137,7 +137,7 @@ TRIGGERS = {
     "inductor/codegen/cpp/compile.py:_fallback": (no_compiler, "no compiled kernels"),
     "inductor/codecache.py:_private_dir": (unusable_cache_dir, "cannot use the compile cache directory"),
     "inductor/codecache.py:find_compiler": (cxx_passed_over, "no-such-g++"),
-    "inductor/cudagraphs.py:_record": (cudagraph_refused, "runs without CUDA graphs"),
+    "inductor/codegen/triton/cudagraphs.py:_record": (cudagraph_refused, "runs without CUDA graphs"),
 }
 CASES = list(TRIGGERS.values()) + [(recompile_limit_under_the_profiler, "hit the recompile limit")]
 NEEDS_CXX = {unusable_cache_dir, cxx_passed_over}

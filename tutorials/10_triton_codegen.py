@@ -329,7 +329,7 @@ else:
 # that were the same at the first two calls (weights) are read in place; other
 # inputs are copied into the recording's buffers; outputs are copied out, so a
 # result kept across calls is never overwritten by the next replay
-# (`minicompile/inductor/cudagraphs.py` says why).  CuPy refuses to capture cuBLAS,
+# (`minicompile/inductor/codegen/triton/cudagraphs.py` says why).  CuPy refuses to capture cuBLAS,
 # so this mode depends on the matmul template above: every float32/float16
 # matmul is a Triton kernel.  A graph that still cannot be captured runs as
 # before, with one warning.  On NumPy arrays the mode changes nothing.

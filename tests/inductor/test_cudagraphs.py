@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import minicompile as mc
-from minicompile.inductor import cudagraphs
+from minicompile.inductor.codegen.triton import cudagraphs
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ pytestmark = requires_gpu
 
 import minicompile as mc  # noqa: E402
 from minicompile.examples import decoder_block as D  # noqa: E402
-from minicompile.inductor.cudagraphs import CUDAGraphRunner  # noqa: E402
+from minicompile.inductor.codegen.triton.cudagraphs import CUDAGraphRunner  # noqa: E402
 
 
 def _decoder_args(cfg, tokens):

@@ -46,9 +46,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import logs
-from ..warn import warn
-from .codegen.triton import runtime
+from .... import logs
+from ....warn import warn
+from . import runtime
 
 MAX_RECORDINGS = 16  # per compiled graph: more signatures than this run plainly
 
