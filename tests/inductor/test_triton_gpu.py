@@ -193,3 +193,25 @@ def test_dynamic_sizes_are_kernel_arguments_on_gpu(tmp_path, monkeypatch):
         got = fn(cp.asarray(host))
         np.testing.assert_allclose(cp.asnumpy(got), softmax(host), rtol=1e-5, atol=1e-6)
     assert len(fn.cache) == 2  # the first shape, then one symbolic entry for every later size
+
+
+def test_scatter_add_runs_as_atomic_adds_on_the_gpu():
+    """np.add.at on CuPy arrays: a Triton kernel of atomic adds.  Integer sums are
+    exact; float sums of repeated rows equal CuPy's up to the order of the adds."""
+    def embedding_grad(table, tokens, g):
+        grad = np.zeros_like(table)
+        np.add.at(grad, tokens, g)
+        return grad
+
+    rng = np.random.default_rng(0)
+    tokens = cp.asarray(rng.integers(-64, 64, (8, 256)))  # many repeats, negatives from the end
+    fn = mc.compile(embedding_grad, backend="triton")
+    for dtype in (np.float32, np.int64):
+        table = cp.zeros((64, 32), dtype)
+        g = cp.asarray((rng.standard_normal((8, 256, 32)) * 100).astype(dtype))
+        got, expected = fn(table, tokens, g), embedding_grad(table, tokens, g)
+        if dtype == np.int64:
+            cp.testing.assert_array_equal(got, expected)
+        else:
+            cp.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
+    assert "template scatter-add" in fn.cache[0].compiled.schedule
