@@ -63,6 +63,7 @@ class MatmulTemplate:
     origins: list[str] = field(default_factory=list)
     batch: int | None = None
     rows: tuple[int, ...] | None = None  # a stacked product: the output's leading dimensions
+    kept: frozenset[str] = frozenset()  # epilogue values nothing after it reads: never stored
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -73,7 +74,7 @@ class MatmulTemplate:
     @property
     def stores(self) -> list[str]:
         outs = [self.name] if self.store_product else []
-        return outs + ([s.buffer for s in self.epilogue.pointwise] if self.epilogue else [])
+        return outs + ([s.buffer for s in self.epilogue.pointwise if s.buffer not in self.kept] if self.epilogue else [])
 
 
 def _template_for(ext: L.Extern, buffers: dict[str, Buffer]) -> tuple[str, str] | None:
@@ -132,8 +133,7 @@ def _fusable_epilogue(kernel, product: str, shape: tuple[int, ...]) -> bool:
 def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
     """Replace each eligible matmul Extern (+ its pointwise epilogue) by a template."""
     steps = list(schedule.steps)
-    outputs = {n.name for n in schedule.graph.outputs}
-    view_bases = {v.inputs[0].name for v in schedule.views.values()}
+    live = schedule.live_after(_reads)
     out: list = []
     i = 0
     while i < len(steps):
@@ -145,9 +145,9 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
             continue
         nxt = steps[i + 1] if i + 1 < len(steps) else None
         epilogue = nxt if _fusable_epilogue(nxt, step.name, step.shape) else None
-        later = steps[i + (2 if epilogue else 1):]
-        needed = (step.name in outputs or step.name in view_bases
-                  or any(step.name in _reads(s) for s in later))
+        after = live[i + 1 if epilogue else i]
+        needed = step.name in after
+        kept = frozenset(s.buffer for s in epilogue.pointwise if s.buffer not in after) if epilogue else frozenset()
         (m, n), k = step.shape[-2:], schedule.buffers[operands[0]].shape[-1]
         batch = step.shape[0] if len(step.shape) == 3 else None
         rows = tuple(step.shape[:-1]) if len(step.shape) > 3 else None
@@ -155,7 +155,7 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
             m = math.prod(rows)
         origins = [step.name] + (list(epilogue.origins) if epilogue else [])
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
-                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch, rows))
+                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch, rows, kept))
         i += 2 if epilogue else 1
     buffers = dict(schedule.buffers)
     for s in out:
@@ -167,7 +167,7 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
 def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
     """The template's source: tiled ``tl.dot`` loop, then the epilogue on the tile."""
     outs = t.stores
-    w = tg.ValueWriter(buffers, set(outs))
+    w = tg.ValueWriter(buffers, set(outs), t.kept)
     a, b = buffers[t.a], buffers[t.b]
     w.pointer(t.a), w.pointer(t.b)
     sizes = [a.numel, b.numel, t.m * t.n * (t.batch or 1)]
