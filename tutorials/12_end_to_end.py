@@ -99,8 +99,8 @@ assert result.dtype == expected.dtype and result.shape == expected.shape
 # The profiler now sees one compiled call, the guard check, the wrapper, and
 # inside it every generated kernel and every extern (NumPy/BLAS) call.  Each
 # kernel is a whole chain of the eager calls above fused into one loop nest:
-# a name like `kernel_3_reshape_add_maximum_minimum_pad` is a bias add, a
-# ReLU6 and the next convolution's padding in one pass.
+# a name like `g0_kernel_3_reshape_add_maximum_minimum_pad` (graph 0's kernel
+# 3) is a bias add, a ReLU6 and the next convolution's padding in one pass.
 
 # %%
 compiled(params, images)  # warm
