@@ -21,6 +21,7 @@ from ..aot import partition as aot_partition
 from ..dynamo import bytecode
 from ..ir import drawing
 from ..profiler import timeline
+from ..profiler.events import in_windows
 from .gather import Gathered, compiled_graphs, kernel_groups, relative
 
 BACKEND_OF_CLASS = {"CompiledGraph": "cpp", "TritonCompiledGraph": "triton", "SpyreCompiled": "spyre"}
@@ -237,7 +238,7 @@ class _Page:
         for f in self.g.frames:
             for ei, e in enumerate(f.entries):
                 c = e.capture
-                title = (f"graph {e.graph_id.index} · " if e.graph_id is not None else "") + f"{f.name}, cache entry {ei}"
+                title = _entry_title(e.graph_id, f.name, ei)
                 if c.graph is None:
                     why = c.break_reason.reason if c.break_reason else "nothing captured"
                     parts.append(f"<h3>{_e(title)}: runs eagerly</h3><p>{_e(why)}"
@@ -292,8 +293,7 @@ class _Page:
         for fi, f in enumerate(self.g.frames):
             for ei, e in enumerate(f.entries):
                 for label, gid, cg in compiled_graphs(e):
-                    title = (f"graph {gid.index} · " if gid is not None else "") + f"{f.name}, cache entry {ei}"
-                    yield fi, ei, label, title + (f", {label}" if label else ""), cg
+                    yield fi, ei, label, _entry_title(gid, f.name, ei) + (f", {label}" if label else ""), cg
 
     def schedule(self) -> str:
         parts = []
@@ -335,10 +335,11 @@ class _Page:
 
     def timings(self) -> str:
         prof = self.g.profile
-        warm = len(self.g.results) - sum(len(f.entries) for f in self.g.frames if f.code is self.g.fn.__code__)
+        windows = prof.compile_windows
+        warm = any(e.cat == "compiled" and not in_windows(e, windows) for e in prof.events)
         body = ("<p>Wall time of the report's calls, as <code>mc.profile</code> records them: a call that "
                 "compiles is warm-up, on the compile row and cut short in the picture, apart from the "
-                "steady state in the table" + ("" if warm > 0 else " (none here: every call compiled; "
+                "steady state in the table" + ("" if warm else " (none here: every call compiled; "
                 "<code>repeat=N</code> makes warm calls)") + ". Each kernel has a row of its own, "
                 "named as in the code above.</p>" + _timeline(prof) + _pre(prof.table(row_limit=40)))
         compile_rows = []
@@ -421,8 +422,9 @@ def _timeline(prof: Any, width: int = 1100, row: int = 16, limit: int = 3000) ->
         for e in r.events:
             x, w = t.drawn(e)
             tip = f"{e.name} ({e.cat}): {e.dur_ns / 1e3:.1f} us"
+            colour = timeline.COLOURS.get(e.cat, "#999")
             parts.append(f'<rect x="{label_w + x * scale:.2f}" y="{i * row + 2}" width="{max(w * scale, 0.5):.2f}" '
-                         f'height="{row - 4}" fill="{timeline.COLOURS.get(e.cat, "#999")}"><title>{_e(tip)}</title></rect>')
+                         f'height="{row - 4}" fill="{colour}"><title>{_e(tip)}</title></rect>')
     axis_y = row * len(t.rows) + 16
     cut = ", compiles cut short" if t.windows else ""
     parts.append(f'<text x="{label_w}" y="{axis_y}">0 ms</text><text x="{width - 200}" y="{axis_y}">'
@@ -430,6 +432,11 @@ def _timeline(prof: Any, width: int = 1100, row: int = 16, limit: int = 3000) ->
     legend = "".join(f'<span><span class="kernel-link" style="background:{c}">&nbsp;</span> {_e(cat)}</span>'
                      for cat, c in timeline.COLOURS.items() if any(e.cat == cat for e in events))
     return f'<div class="picture">{"".join(parts)}</div><p class="legend">{legend}</p>'
+
+
+def _entry_title(graph: Any, frame: str, entry: int) -> str:
+    """``graph 1 · f (resumed at line 8), cache entry 0``: the graph's index first, as its kernels' names start."""
+    return (f"graph {graph.index} · " if graph is not None else "") + f"{frame}, cache entry {entry}"
 
 
 def _kernel_anchor(frame: int, entry: int, label: str, kernel: str) -> str:
