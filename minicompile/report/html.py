@@ -135,9 +135,10 @@ class _Page:
         captures = [e.capture for f in g.frames for e in f.entries]
         graphs = [c.graph for c in captures if c.graph is not None and c.graph.op_count() > 0]
         broke = sum(c.break_reason is not None for c in captures)
-        sites = self._break_sites()
-        breaks = str(len(sites)) + (f" (line {', '.join(map(str, sorted(sites)))})" if sites else "") \
-            + (f"; {broke} cache entries break there" if broke > len(sites) else "")
+        sites = self._break_sites()  # a source badge each
+        shown = sum(len(reasons) for reasons in sites.values())
+        breaks = str(shown) + (f" (line {', '.join(map(str, sorted(sites)))})" if sites else "") \
+            + (f"; {broke} cache entries break there" if broke > shown else "")
         guards = self._guard_sites()
         checks = sum(len(c) for c in guards.values())
         kernels = sum(len(getattr(cg, "kernels", [])) + len(getattr(cg, "extern_kernels", []))
