@@ -3,6 +3,9 @@
 ``MINICOMPILE_LOGS=graph,guards,recompiles,graph_breaks,bytecode,loops,output_code``
 prints each artifact to stderr as the stage that produces it finishes, the way
 ``TORCH_LOGS`` does for torch.compile.  ``MINICOMPILE_LOGS=all`` turns on all.
+An artifact logged while a graph compiles names it after its banner
+(``[minicompile:schedule] graph 1 of f``, see :mod:`.graph_id`), as torch's
+logs carry a compile id.
 
 ``+internals`` (a flag, not an artifact; ``all`` leaves it off) keeps
 minicompile's own frames in the tracebacks of errors raised through compiled
@@ -13,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 from typing import Callable
+
+from . import graph_id
 
 ARTIFACTS = (
     "graph",         # the captured ir.Graph, printed as Python
@@ -71,4 +76,11 @@ def log(artifact: str, text: str | Callable[[], str]) -> None:
     if artifact not in _enabled:
         return
     body = text() if callable(text) else text
-    print(f"[minicompile:{artifact}]\n{body}\n", file=sys.stderr)
+    print(f"[minicompile:{artifact}]{banner_label()}\n{body}\n", file=sys.stderr)
+
+
+def banner_label() -> str:
+    """After an artifact's banner: the graph being compiled (``graph_id``), so
+    that the artifacts of several graphs of one function can be told apart."""
+    graph = graph_id.current()
+    return f" {graph}" if graph is not None else ""

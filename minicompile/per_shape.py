@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import config, ir, logs
+from . import config, graph_id, ir, logs
 from .ir import passes, symbolic
 from .warn import warn
 
@@ -48,6 +48,7 @@ class PerShapeCompiled:
         self._warned = False
         self._shapes = [p.meta.shape for p in graph.placeholders]
         self.symbols = symbolic.input_symbols(self._shapes)
+        self.graph_id = graph_id.current()  # each specialization is a graph of its own, derived from it
 
     def __call__(self, *inputs: Any) -> tuple:
         bindings = symbolic.symbol_bindings(self._shapes, [getattr(x, "shape", ()) for x in inputs])
@@ -61,9 +62,12 @@ class PerShapeCompiled:
                      f"graph (config.recompile_limit); running new shapes through NumPy")
             return self.graph(*inputs)
         if fn is None:
-            logs.log("recompiles", lambda: f"{self.backend}: compiling a specialization for "
-                     + ", ".join(f"{s}={v}" for s, v in zip(self.symbols, key)) + f" ({self.reason})")
-            fn = self.compile_fn(passes.specialize(self.graph, bindings), list(inputs))
+            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.symbols, key))
+            logs.log("recompiles", lambda: f"{self.backend}: compiling a specialization for {sizes} ({self.reason})")
+            derived = self.graph_id.derived(f"graph {self.graph_id.index} specialized to {sizes}") \
+                if self.graph_id is not None else None
+            with graph_id.compiling(derived):
+                fn = self.compile_fn(passes.specialize(self.graph, bindings), list(inputs))
             self.compiled[key] = fn
         return fn(*inputs)
 

@@ -51,7 +51,9 @@ rng = np.random.default_rng(0)
 # `xindex`, cut into blocks of `XBLOCK`.  The last block hangs past the end of
 # the array, so every load and store carries `xmask`.  The loop variables of
 # the 2-D shape are recovered from `xindex` by division and remainder — the same
-# index arithmetic the loop IR wrote.
+# index arithmetic the loop IR wrote.  The kernel is named as torch.compile names
+# its own, after what it fuses, behind `g0_`: the first graph compiled for `gelu`
+# (a graph break or a recompile makes `g1_`, `g2_`, ...; tutorial 04).
 
 # %%
 x = rng.standard_normal((33, 47), dtype=np.float32)  # 1551 elements: not a multiple of any block
@@ -60,7 +62,7 @@ assert np.allclose(f(x), gelu(x), rtol=1e-5, atol=1e-6)
 cg = compiled_graph(f)
 print(cg.kernels)
 print(kernel_text(cg, cg.kernels[0]))
-assert cg.kernels == ["triton_poi_fused_multiply_add_tanh_0"]  # one kernel, named after what it fuses
+assert cg.kernels == ["g0_triton_poi_fused_multiply_add_tanh_0"]  # one kernel, named after what it fuses
 assert "xmask = xindex < xnumel" in cg.kernel_source
 
 # %% [markdown]
@@ -94,14 +96,14 @@ assert np.allclose(f(x), softmax(x), rtol=1e-5, atol=1e-7)
 cg = compiled_graph(f)
 print(cg.schedule)
 print(kernel_text(cg, cg.kernels[0]))
-assert cg.kernels[0].startswith("triton_per_fused_max")
+assert cg.kernels[0].startswith("g0_triton_per_fused_max")
 
 long_rows = rng.standard_normal((2, 5000), dtype=np.float32)
 f_long = mc.compile(softmax, backend="triton")
 assert np.allclose(f_long(long_rows), softmax(long_rows), rtol=1e-5, atol=1e-7)
 looped = compiled_graph(f_long)
 print(kernel_text(looped, looped.kernels[0]))
-assert looped.kernels[0].startswith("triton_red_fused_max")
+assert looped.kernels[0].startswith("g0_triton_red_fused_max")
 assert "for roffset in range(0, rnumel, RBLOCK):" in looped.kernel_source
 
 # %% [markdown]
@@ -130,7 +132,7 @@ assert np.allclose(f(x, w, b), mlp(x, w, b), rtol=1e-4, atol=1e-5)
 cg = compiled_graph(f)
 print(cg.schedule)
 print(kernel_text(cg, cg.kernels[0]))
-assert cg.kernels == ["triton_tem_fused_matmul_add_multiply_tanh_0"]  # one kernel
+assert cg.kernels == ["g0_triton_tem_fused_matmul_add_multiply_tanh_0"]  # one kernel
 assert "buf_matmul" not in cg.wrapper_source  # no buffer for the product
 
 # %% [markdown]
@@ -154,7 +156,7 @@ assert np.allclose(f_scores(q4, k4), scores(q4, k4), rtol=1e-5, atol=1e-5)
 sg = compiled_graph(f_scores)
 print(sg.schedule)
 print("\n".join(line for line in kernel_text(sg, sg.kernels[0]).splitlines() if "in_k" in line or "x0 =" in line))
-assert sg.kernels == ["triton_tem_fused_matmul_multiply_0"]
+assert sg.kernels == ["g0_triton_tem_fused_matmul_multiply_0"]
 
 # %% [markdown]
 # float16 works the same way: the tile loads half-precision values, `tl.dot`
@@ -205,7 +207,7 @@ f = mc.compile(lambda q, k: (q @ k) * 0.25, backend="triton")
 assert np.allclose(f(q, k), (q @ k) * 0.25, rtol=1e-5, atol=1e-6)
 cg = compiled_graph(f)
 print(cg.schedule)
-assert cg.kernels == ["triton_tem_fused_matmul_multiply_0"]
+assert cg.kernels == ["g0_triton_tem_fused_matmul_multiply_0"]
 assert "batch = pid // (tiles_m * tiles_n)" in cg.kernel_source
 
 # %% [markdown]

@@ -86,10 +86,10 @@ start = time.perf_counter()
 result = compiled(params, images)
 first_call_s = time.perf_counter() - start
 kernels = compiled.cache[0].compiled
-externs = kernels.schedule.count("extern ")
+externs = sum(line.startswith("extern ") for line in kernels.schedule.splitlines())  # calls through NumPy
 print(f"first call (capture + compile): {first_call_s:.1f} s; "
-      f"{len(kernels.kernels)} kernels, {externs} extern calls (matmuls, the stem's einsum), of which "
-      f"{len(kernels.extern_kernels)} small float32 matmuls run as generated C++ in the same thread pool")
+      f"{len(kernels.kernels)} kernels, {len(kernels.extern_kernels)} small float32 matmuls as generated C++ "
+      f"GEMMs in the same thread pool, {externs} calls through NumPy (the other matmuls, the stem's einsum)")
 np.testing.assert_allclose(result, expected, rtol=1e-3, atol=1e-3 * np.abs(expected).max())
 assert result.dtype == expected.dtype and result.shape == expected.shape
 
@@ -99,8 +99,8 @@ assert result.dtype == expected.dtype and result.shape == expected.shape
 # The profiler now sees one compiled call, the guard check, the wrapper, and
 # inside it every generated kernel and every extern (NumPy/BLAS) call.  Each
 # kernel is a whole chain of the eager calls above fused into one loop nest:
-# a name like `kernel_3_reshape_add_maximum_minimum_pad` is a bias add, a
-# ReLU6 and the next convolution's padding in one pass.
+# a name like `g0_kernel_3_reshape_add_maximum_minimum_pad` (graph 0's kernel
+# 3) is a bias add, a ReLU6 and the next convolution's padding in one pass.
 
 # %%
 compiled(params, images)  # warm

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import ir, logs
+from .. import graph_id, ir, logs
 from ..ir.graph import _map_nodes
 from ..ir.loops import has_loops, unroll_loops
 from ..ir.passes import dead_code_elimination
@@ -36,6 +36,10 @@ class AotFunction:
     def __init__(self, graph: ir.Graph, example_inputs: list, backend: Backend,
                  partitioner: str = "min_cut"):
         self.backend = backend
+        # The forward compiles as the graph being compiled now; the backward, later,
+        # as a graph of its own (graph_id.py), derived from it.
+        self.graph_id = graph_id.current()
+        self.backward_graph_id: graph_id.GraphId | None = None
         self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in example_inputs]
         if any(self.requires_grad) and has_loops(graph):
             # Loop nodes have no rule of their own (derivatives.REWRITTEN_FOR_GRADIENTS).
@@ -83,7 +87,9 @@ class AotFunction:
                         for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
                         if has]
             if self._backward is None:
-                self._backward = self.backend(self.partition.backward, list(saved) + tangents)
+                with graph_id.compiling(self._derived_id("backward")) as gid:
+                    self._backward = self.backend(self.partition.backward, list(saved) + tangents)
+                self.backward_graph_id = gid
             grads = self._backward(*saved, *tangents)
             return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
         return run
@@ -101,10 +107,17 @@ class AotFunction:
             example = list(inputs) + tangents
             pattern = tuple(isinstance(x, Tensor) and x.requires_grad for x in example)
             if pattern not in self._vjp:
-                self._vjp[pattern] = AotFunction(vjp_graph(self.joint), example, self.backend)
+                with graph_id.compiling(self._derived_id("backward as a training graph")):
+                    self._vjp[pattern] = AotFunction(vjp_graph(self.joint), example, self.backend)
             grads = self._vjp[pattern](*example)
             return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
         return run
+
+    def _derived_id(self, what: str) -> graph_id.GraphId | None:
+        """The id a graph made from this one compiles under (its backward): the next of the function's."""
+        if self.graph_id is None:
+            return None
+        return self.graph_id.derived(f"{what} of graph {self.graph_id.index}")
 
 
 def vjp_graph(joint: Any) -> ir.Graph:

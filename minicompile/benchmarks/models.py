@@ -198,7 +198,7 @@ def print_mobilenet(with_torch: bool = True) -> dict[str, Any]:
     if r["torch_note"]:
         print(_row("torch", None, None, base1, base32, r["torch_note"]))
     print(f"minicompile: first call (capture + compile, cold cache) {r['compile_s']:.1f} s, {r['graphs']} graph(s), {r['graph_breaks']} break(s), "
-          f"{r['kernels']} kernels, {r['externs']} extern calls")
+          f"{r['kernels']} kernels, {r['externs']} extern calls through NumPy")
     print(f"mc, BN frozen: batch norm kept in the NumPy source, compiled with options={{'freezing': True}} "
           f"on read-only weights: {r['kernels_bn_kept']} kernels (folded weights: {r['kernels']})")
     if r["torch_compile_s"] is not None:
@@ -384,9 +384,9 @@ def print_decoder(with_torch: bool = True) -> dict[str, Any]:
         print(f"{'torch':<14} {r['torch_note']}")
     inf, tr = r["inference"], r["training"]
     print(f"minicompile: {r['graphs']} graph(s), {r['graph_breaks']} break(s); inference {inf['kernels']} kernels, "
-          f"{inf['externs']} extern calls, compiled in {r['compile_s']['inference']:.1f} s; training step "
-          f"{tr['compiled_graphs']} graphs (forward, backward), {tr['kernels']} kernels, {tr['externs']} extern calls, "
-          f"compiled in {r['compile_s']['training']:.1f} s (cold cache)")
+          f"{inf['externs']} extern calls through NumPy, compiled in {r['compile_s']['inference']:.1f} s; "
+          f"training step {tr['compiled_graphs']} graphs (forward, backward), {tr['kernels']} kernels, "
+          f"{tr['externs']} extern calls through NumPy, compiled in {r['compile_s']['training']:.1f} s (cold cache)")
     if r["torch_compile_s"] is not None:
         print(f"torch.compile: first calls (compile) {r['torch_compile_s']:.1f} s for inference and training")
     return r

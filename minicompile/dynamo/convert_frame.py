@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from .. import config, ir, logs
+from ..graph_id import GraphId
 from ..aot.aot_function import AotFunction
 from ..aot.tensor import Tensor
 from ..ir import passes
@@ -71,6 +72,7 @@ class CacheEntry:
     compiled: Any = None
     compile_seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+    graph_id: GraphId | None = None  # which graph of the function (None: runs eagerly)
 
 
 def frame_builtins(fn: types.FunctionType) -> dict:
@@ -321,13 +323,17 @@ def compile_entry(
     fn: types.FunctionType, L: dict[str, Any], backend: Backend, fullgraph: bool,
     wrap_function: Callable[[types.FunctionType], Any] | None = None, is_resume: bool = False,
     dynamic: DynamicPolicy | None = None, recompile_reason: str | None = None,
+    graph: GraphId | None = None,
 ) -> CacheEntry:
     """Capture ``fn`` for this frame and compile the graph with ``backend``.
 
     ``wrap_function`` compiles the functions a graph break hands work to
     (resume functions, a callee that broke); without it a break runs eagerly.
     ``recompile_reason`` (the guard that failed) is set when ``fn`` already
-    had cache entries; the capture carries it to the recorders.
+    had cache entries; the capture carries it to the recorders.  ``graph`` is
+    the id of this compile (:mod:`minicompile.graph_id`), the entry's
+    ``graph_id``: the caller compiles under it (``graph_id.compiling``), so
+    that the artifacts and the kernel names carry it.
     """
     cap = capture(fn, L, wrap_function, allow_breaks=not fullgraph, scalars_as_inputs=is_resume,
                   dynamic=dynamic)
@@ -351,7 +357,7 @@ def compile_entry(
         def run_eager(L: dict, G: dict, args: tuple, kwargs: dict) -> Any:
             return fn(*args, **kwargs)
 
-        return CacheEntry(guard, cap, run_eager)
+        return CacheEntry(guard, cap, run_eager, graph_id=graph)
 
     logs.log("graph", lambda: cap.graph.python_code(fn.__name__))
     extract = _extractor(cap.input_sources, fb, fn.__closure__)
@@ -364,7 +370,7 @@ def compile_entry(
             # The joint forward/backward graph is built for static sizes only.
             logs.log("recompiles", lambda: f"{fn.__qualname__}: mc.Tensor inputs, static capture")
             return compile_entry(fn, L, backend, fullgraph, wrap_function, is_resume, dynamic=None,
-                                 recompile_reason=recompile_reason)
+                                 recompile_reason=recompile_reason, graph=graph)
         try:
             if any(isinstance(x, Tensor) for x in example_inputs):
                 # Tensors in: compile forward and backward (AOTAutograd), record on the tape
@@ -402,7 +408,7 @@ def compile_entry(
             resume, resume_args = outcome
             return resume(*resume_args)
 
-        return CacheEntry(guard, cap, run_transformed, compiled, seconds)
+        return CacheEntry(guard, cap, run_transformed, compiled, seconds, graph_id=graph)
 
     spec = cap.output_spec
 
@@ -413,7 +419,7 @@ def compile_entry(
             return _run_as_python(fn, args, kwargs, e)
         return rebuild(spec, values, L, G)
 
-    return CacheEntry(guard, cap, run_compiled, compiled, seconds)
+    return CacheEntry(guard, cap, run_compiled, compiled, seconds, graph_id=graph)
 
 
 def _run_as_python(fn: types.FunctionType, args: tuple, kwargs: dict, error: BaseException) -> Any:

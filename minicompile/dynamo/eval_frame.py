@@ -33,6 +33,7 @@ import weakref
 from typing import Any
 
 from .. import config, logs
+from ..graph_id import GraphCounter, compiling
 from ..profiler import hooks as profiler_hooks
 from ..warn import warn
 from . import callables, user_code
@@ -76,7 +77,8 @@ class OptimizedFunction:
     from an instance (``__get__``), and any other attribute read through to it."""
 
     def __init__(self, fn: Any, backend: Backend, fullgraph: bool, backend_name: str,
-                 dynamic: bool | None = None, warn_python_only: bool = True, is_resume: bool = False):
+                 dynamic: bool | None = None, warn_python_only: bool = True, is_resume: bool = False,
+                 graph_counter: GraphCounter | None = None):
         original = fn.original if isinstance(fn, OptimizedFunction) else fn
         self.original = original
         self.target = callables.resolve(original)
@@ -105,6 +107,9 @@ class OptimizedFunction:
         # function) or by identity (a callee): one compiled function each, whose
         # cache (dynamic shapes included) outlives a recompile of this one.
         self._handed: dict[Any, OptimizedFunction] = {}
+        # Numbers the graphs compiled for this function and those it hands work to (graph_id.py).
+        self.graph_counter = graph_counter or GraphCounter()
+        self._own_counter = graph_counter is None
         if fn.__code__.co_flags & inspect.CO_COROUTINE and hasattr(inspect, "markcoroutinefunction"):
             inspect.markcoroutinefunction(self)  # inspect.iscoroutinefunction(compiled) as for fn
         _ALL.add(self)
@@ -183,14 +188,16 @@ class OptimizedFunction:
                      f"Last guard failure: {self.why_miss(L, G)}")
             return None
         reason = None
-        if self.cache:
-            reason = self.why_miss(L, G)
-            logs.log("recompiles", lambda: f"Recompiling {name}: {reason}")
-            self._mark_dynamic(L, G)
-        start = time.perf_counter()
-        entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
-                              is_resume=self.is_resume, dynamic=self.dynamic, recompile_reason=reason)
-        self.compile_seconds += time.perf_counter() - start
+        with compiling(self.graph_counter.next(name)) as graph:  # its logs name it (graph_id.py)
+            if self.cache:
+                reason = self.why_miss(L, G)
+                logs.log("recompiles", lambda: f"Recompiling {name}: {reason}")
+                self._mark_dynamic(L, G)
+            start = time.perf_counter()
+            entry = compile_entry(self.fn, L, self.backend, self.fullgraph, self._wrap_function,
+                                  is_resume=self.is_resume, dynamic=self.dynamic, recompile_reason=reason,
+                                  graph=graph)
+            self.compile_seconds += time.perf_counter() - start
         self.cache.append(entry)  # one append: a lock-free reader sees the entry or not, never half
         return entry
 
@@ -219,7 +226,8 @@ class OptimizedFunction:
         handed = self._handed.get(key)
         if handed is None or (not is_resume and handed.fn is not fn):
             handed = OptimizedFunction(fn, self.backend, False, self.backend_name, self.dynamic.mode,
-                                       warn_python_only=False, is_resume=is_resume)
+                                       warn_python_only=False, is_resume=is_resume,
+                                       graph_counter=self.graph_counter)
             self._handed[key] = handed
         return handed
 
@@ -234,6 +242,8 @@ class OptimizedFunction:
     def reset(self) -> None:
         self.cache.clear()
         self._handed.clear()
+        if self._own_counter:  # a function handed work at a break shares its caller's numbering
+            self.graph_counter = GraphCounter()
         self.compile_seconds = 0.0
         self._warned_limit = False
         self._told_python_only = False

@@ -44,6 +44,14 @@ def _reads(step, kernel_args: dict[str, list[str]]) -> list[str]:
     return list(step.inputs)
 
 
+def stored(kernel: Kernel, kernel_args: dict[str, list[str]]) -> list[str]:
+    """The buffers ``kernel`` writes to memory: those it takes as arguments (a
+    value it keeps in registers, :meth:`~.scheduler.Schedule.never_stored`,
+    has no buffer at all)."""
+    args = set(kernel_args[kernel.name])
+    return [s.buffer for s in kernel.stores if s.buffer in args]
+
+
 def _best_fit(name: str, free: list[str], nbytes: dict, itemsize: dict) -> str | None:
     """The dead allocation ``name`` takes over: one of exactly its bytes and
     item size (the wrapper's reuse is then a reshape/view), else the smallest
@@ -86,7 +94,7 @@ def plan(schedule: Schedule, kernel_args: dict[str, list[str]]) -> MemoryPlan:
     in_use: set[str] = set()      # allocations holding a live buffer
     free: list[str] = []          # allocations whose buffer is dead
     for i, step in enumerate(schedule.steps):
-        written = [s.buffer for s in step.stores] if isinstance(step, Kernel) else []
+        written = stored(step, kernel_args) if isinstance(step, Kernel) else []
         for name in written:
             if name in pinned:
                 continue

@@ -57,10 +57,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import ir, logs
+from .. import graph_id, ir
 from ..ir.symbolic import is_symbolic
 from . import loop_ir as L
-from .lowering import TRANSCENDENTAL, lower, lower_extern, map_loads_guarded, reduced_axes
+from .lowering import TRANSCENDENTAL, data_loads, lower, lower_extern, map_loads_guarded, reduced_axes
 
 # An expensive expression read by several row passes is recomputed in each while
 # it is this short (softmax's exp(x - max)); a longer one (a whole GELU before a
@@ -164,12 +164,57 @@ class Schedule:
     steps: list[Any]  # Kernel | L.Extern, in execution order
     views: dict[str, ir.Node]  # views that outputs/externs need as NumPy views
     decisions: dict[str, str]  # node name -> what happened to it and why
+    # Extern name -> what the backend runs in place of its NumPy call (the C++
+    # backend's generated GEMM, the Spyre card's matrix unit), as the schedule says it.
+    runs: dict[str, str] = field(default_factory=dict)
+    # What generated names start with: the graph's ``g1_`` (graph_id.py), so that a
+    # kernel's name is its own across all graphs of a function.
+    name_prefix: str = ""
 
     @property
     def kernels(self) -> list[Kernel]:
         return [s for s in self.steps if isinstance(s, Kernel)]
 
+    def live_after(self, reads: Callable[[Any], set[str]] | None = None) -> list[set[str]]:
+        """For each step, the buffers read after it: by a later step, as a graph
+        output, or as a view handed out (and its base).  ``reads(step)`` says what
+        a step reads (a backend's own step kinds: Triton's templates and row groups)."""
+        reads = reads or step_reads
+        live = {n.name for n in self.graph.outputs}
+        for view in self.views.values():
+            live |= {view.name} | {i.name for i in view.inputs}
+        out = []
+        for step in reversed(self.steps):
+            out.append(set(live))
+            live |= reads(step)
+        return out[::-1]
+
+    def never_stored(self, reads: Callable[[Any], set[str]] | None = None) -> dict[str, frozenset[str]]:
+        """Kernel name -> the buffers it writes whose values never leave it: read
+        after it by nothing (:meth:`live_after`), and by the kernel itself only at
+        the element that computes them (an epilogue at a reduction's element, a
+        later stage, the row pass reading a per-row result: softmax's sum, layer
+        norm's variance; a depthwise convolution's window sum read by its clip).
+        Backends keep them in registers: no store, no argument, no allocation."""
+        kept = {}
+        for step, after in zip(self.steps, self.live_after(reads)):
+            if not isinstance(step, Kernel):
+                continue
+            identity = L.loop_index("x", step.ranges)
+            elsewhere = {ld.buffer for s in step.stores for ld in data_loads(s.body) if ld.index != identity}
+            kept[step.name] = frozenset(s.buffer for s in step.reductions + step.pointwise
+                                        if s.index is None and s.buffer not in after and s.buffer not in elsewhere)
+        return kept
+
     def __str__(self) -> str:
+        return self.describe()
+
+    def describe(self, kept: dict[str, frozenset[str]] | None = None) -> str:
+        """The schedule as text: each kernel with what it computes and why, each
+        Extern as the NumPy call it is — or as what the backend runs instead
+        (:attr:`runs`); ``kept`` (:meth:`never_stored`) marks the values held
+        in registers."""
+        runs, kept = self.runs, kept or {}
         lines = []
         for step in self.steps:
             if isinstance(step, Kernel):
@@ -178,7 +223,10 @@ class Schedule:
                     loops += f" x [{', '.join(map(str, step.reduction_ranges))}]"
                 lines.append(f"{step.name}  loops {loops}")
                 for name in step.origins:
-                    lines.append(f"    {name:<16} {self.decisions[name]}")
+                    note = "; kept in registers, never stored" if name in kept.get(step.name, ()) else ""
+                    lines.append(f"    {name:<16} {self.decisions[name]}{note}")
+            elif step.name in runs:
+                lines.append(runs[step.name])
             else:
                 lines.append(f"extern {step.name} = np.{step.op_name}(...)  {step.reason}")
         rest = [n for n in self.decisions if not any(n in getattr(s, "origins", ()) for s in self.steps)]
@@ -187,6 +235,13 @@ class Schedule:
             lines.append("not in any kernel:")
             lines += [f"    {n:<16} {self.decisions[n]}" for n in rest]
         return "\n".join(lines) if lines else "(no computation: outputs are inputs)"
+
+
+def step_reads(step: Any) -> set[str]:
+    """The buffers a step (a Kernel or an Extern) reads."""
+    if isinstance(step, Kernel):
+        return {ld.buffer for s in step.stores for ld in L.loads(s.body)}
+    return set(step.inputs)
 
 
 def _input_buffer(node: ir.Node, example: Any) -> tuple[Buffer, InputLayout]:
@@ -250,8 +305,8 @@ def _row_space(node: ir.Node, low: L.Reduction) -> tuple[tuple[int, ...], tuple[
     return tuple(a.shape), tuple(index)
 
 
-def _kernel_name(index: int, origins: list[str], op_of: dict[str, str]) -> str:
-    name = f"kernel_{index}"
+def _kernel_name(prefix: str, index: int, origins: list[str], op_of: dict[str, str]) -> str:
+    name = f"{prefix}kernel_{index}"
     for origin in origins:
         if len(name) + 1 + len(op_of[origin]) > MAX_NAME_LEN:
             break
@@ -524,12 +579,12 @@ class _Scheduler:
         for name, why in self.fusion.items():
             self.decisions[name] += f"; {why}"
         op_of = {n.name: n.op.name for n in self.graph.calls}
+        prefix = graph_id.kernel_prefix()
         for i, kernel in enumerate(self.kernels()):
             kernel.origins.sort(key=self.order.__getitem__)
-            kernel.name = _kernel_name(i, kernel.origins, op_of)
-        schedule = Schedule(self.graph, self.inputs, self.buffers, self.steps, self.views, self.decisions)
-        logs.log("schedule", lambda: str(schedule))
-        return schedule
+            kernel.name = _kernel_name(prefix, i, kernel.origins, op_of)
+        return Schedule(self.graph, self.inputs, self.buffers, self.steps, self.views, self.decisions,
+                        name_prefix=prefix)
 
     def kernels(self) -> list[Kernel]:
         return [s for s in self.steps if isinstance(s, Kernel)]

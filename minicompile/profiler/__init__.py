@@ -13,7 +13,10 @@ Then ``prof.table()`` summarizes by name (like torch.profiler's
 ``key_averages().table()``), ``prof.export_chrome_trace(path)`` writes a
 trace that Perfetto (ui.perfetto.dev) and chrome://tracing open, and
 ``prof.plot(path)`` draws the timeline to a PNG (needs matplotlib: the
-``plot`` extra).  With no profile running, compiled code pays one flag test
+``plot`` extra).  A call that compiles is warm-up: the table counts it apart
+from the steady state, the trace puts each compile on a track of its own, and
+the pictures draw it cut short (:mod:`.timeline`); call a compiled function
+once before profiling to see only its steady state.  With no profile running, compiled code pays one flag test
 per call (:mod:`.hooks`).
 """
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from . import hooks
 from .compiled import Instrumenter, call_compiled
-from .events import HOST, Event, nest, python_gaps
+from .events import HOST, Event, compile_windows, nest, python_gaps
 from .numpy_calls import NumpyRecorder
 from .table import KeyAverage, key_averages, format_table
 
@@ -85,12 +88,23 @@ class Profile:
     def total_ns(self) -> int:
         return self.end_ns - self.start_ns
 
+    @property
+    def compile_windows(self) -> list[tuple[int, int]]:
+        """The calls during which something compiled: warm-up, apart from the steady state."""
+        return compile_windows(self.events)
+
+    @property
+    def warmup_ns(self) -> int:
+        return sum(end - start for start, end in self.compile_windows)
+
     def key_averages(self) -> list[KeyAverage]:
-        return key_averages(self.events)
+        """One row per event name in the steady state, and one per compile (category ``compile``)."""
+        return key_averages(self.events, self.compile_windows)
 
     def table(self, sort_by: str = "total", row_limit: int = 30) -> str:
-        """A text table: one row per event name (``sort_by``: total, self, calls, name)."""
-        return format_table(self.key_averages(), self.total_ns, sort_by, row_limit)
+        """A text table: one row per event name (``sort_by``: total, self, calls, name) in
+        the steady state, then the compiles."""
+        return format_table(self.key_averages(), self.total_ns, sort_by, row_limit, self.warmup_ns)
 
     def export_chrome_trace(self, path: str) -> str:
         """Write Chrome trace-event JSON (opens in Perfetto); returns the path."""
@@ -102,7 +116,7 @@ class Profile:
         """Draw the timeline to a PNG with matplotlib; returns the path."""
         from .plot import plot_timeline
 
-        return plot_timeline(self.events, self.start_ns, path)
+        return plot_timeline(self.events, self.start_ns, self.end_ns, self.compile_windows, path)
 
 
 def profile(record_numpy: bool = True) -> Profile:

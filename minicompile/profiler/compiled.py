@@ -21,7 +21,7 @@ from time import perf_counter_ns
 from typing import Any, Callable
 
 from . import hooks
-from .events import SPYRE
+from .events import COMPILE, SPYRE
 
 
 def _timer(name: str, cat: str, fn: Callable) -> Callable:
@@ -125,7 +125,7 @@ def call_compiled(prof: Any, fn: Any, args: tuple, kwargs: dict) -> Any:
                 new = fn.cache[-1]
                 prof.add(f"compile + first run {fn.fn.__qualname__}", "compile", checked, perf_counter_ns(),
                          {"capture_ms": round(new.capture.seconds * 1e3, 3),
-                          "backend_compile_ms": round(new.compile_seconds * 1e3, 3)})
+                          "backend_compile_ms": round(new.compile_seconds * 1e3, 3)}, track=COMPILE)
                 return result
             prof.instrumenter.instrument(entry.compiled)
             # NumPy called by compiled code (externs, the wrapper's asarray) is part of

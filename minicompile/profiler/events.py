@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Tracks (Chrome trace "threads"): host wall time, and the simulated Spyre card.
+# Tracks (Chrome trace "threads"): host wall time, the simulated Spyre card, and
+# compiles (capture, backend and the first run of a cache miss, on the host too):
+# warm-up, kept apart from the steady state.
 HOST = 0
 SPYRE = 1
-TRACK_NAMES = {HOST: "host (wall time)", SPYRE: "Spyre card (simulated cycles)"}
+COMPILE = 2
+TRACK_NAMES = {HOST: "host (wall time)", SPYRE: "Spyre card (simulated cycles)",
+               COMPILE: "compile (capture, backend, first run)"}
 
 # Categories, in the order the table and legends list them.
 CATEGORIES = (
@@ -71,3 +75,16 @@ def python_gaps(events: list[Event], start_ns: int, end_ns: int) -> list[Event]:
     if end_ns > cursor:
         gaps.append(Event("Python (between calls)", "python", cursor, end_ns))
     return gaps
+
+
+def compile_windows(events: list[Event]) -> list[tuple[int, int]]:
+    """The spans of the calls during which something compiled: each top-level
+    host event that a compile event overlaps (a first call, a recompile, a resume
+    function compiled inside a later call).  They are warm-up, not steady state."""
+    compiles = [e for e in events if e.track == COMPILE]
+    return [(e.start_ns, e.end_ns) for e in events if e.track == HOST and e.depth == 0
+            and any(c.start_ns < e.end_ns and e.start_ns < c.end_ns for c in compiles)]
+
+
+def in_windows(e: Event, windows: list[tuple[int, int]]) -> bool:
+    return any(start < e.end_ns and e.start_ns < end for start, end in windows)

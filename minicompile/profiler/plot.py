@@ -1,10 +1,9 @@
-"""The timeline as a PNG: one row per nesting depth, one colour per category (matplotlib)."""
+"""The timeline as a PNG: one named row per kind of event and per kernel, one colour
+per category, compiles cut short (:mod:`.timeline`); drawn with matplotlib."""
 from __future__ import annotations
 
-from .events import CATEGORIES, SPYRE, TRACK_NAMES, Event
-
-COLOURS = dict(zip(CATEGORIES, ("#1f77b4", "#c7c7c7", "#2ca02c", "#ff7f0e", "#d62728",
-                                "#9467bd", "#8c564b", "#e377c2", "#17becf")))
+from .events import CATEGORIES, TRACK_NAMES, Event
+from .timeline import COLOURS, layout
 
 
 def _matplotlib():
@@ -19,26 +18,29 @@ def _matplotlib():
     return plt
 
 
-def plot_timeline(events: list[Event], start_ns: int, path: str) -> str:
+def plot_timeline(events: list[Event], start_ns: int, end_ns: int, windows: list[tuple[int, int]],
+                  path: str) -> str:
     plt = _matplotlib()
-    tracks = sorted({e.track for e in events}) or [0]
-    rows: list[tuple[int, int]] = sorted({(e.track, e.depth) for e in events}) or [(0, 0)]
-    y_of = {row: i for i, row in enumerate(reversed(rows))}
-    fig, ax = plt.subplots(figsize=(12, 2.0 + 0.45 * len(rows)))
+    t = layout(events, start_ns, end_ns, windows)
+    rows = t.rows or []
+    fig, ax = plt.subplots(figsize=(13, 2.0 + 0.3 * len(rows)))
+    seen = set()
+    for y, row in enumerate(reversed(rows)):
+        for e in row.events:
+            x, w = t.drawn(e)
+            ax.broken_barh([(x / 1e6, max(w / 1e6, t.span_ns * 1e-9))], (y - 0.4, 0.8),
+                           facecolors=COLOURS.get(e.cat, "#999"), edgecolors="none")
+            seen.add(e.cat)
     for cat in CATEGORIES:
-        chosen = [e for e in events if e.cat == cat]
-        for e in chosen:
-            y = y_of[(e.track, e.depth)]
-            ax.broken_barh([((e.start_ns - start_ns) / 1e6, max(e.dur_ns / 1e6, 1e-4))], (y - 0.4, 0.8),
-                           facecolors=COLOURS[cat], edgecolors="none")
-        if chosen:
+        if cat in seen:
             ax.barh(0, 0, color=COLOURS[cat], label=cat)  # a legend entry
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{'spyre' if t == SPYRE else 'host'} depth {d}" for t, d in reversed(rows)])
-    ax.set_xlabel("milliseconds from the start of the profile")
-    ax.set_title("minicompile profile: " + "; ".join(TRACK_NAMES[t] for t in tracks))
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize="small", ncol=len(CATEGORIES),
-              frameon=False)
+    ax.set_yticklabels([r.label for r in reversed(rows)], fontsize="small")
+    cut = "; compiles cut short, their real length in their row's label" if windows else ""
+    ax.set_xlabel("milliseconds from the start of the profile" + cut)
+    tracks = sorted({e.track for e in events})
+    ax.set_title("minicompile profile: " + "; ".join(TRACK_NAMES[k] for k in tracks))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

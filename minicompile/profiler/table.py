@@ -1,9 +1,19 @@
-"""The summary table: events grouped by name, like torch.profiler's ``key_averages().table()``."""
+"""The summary table: events grouped by name, like torch.profiler's ``key_averages().table()``.
+
+In:  the profile's events and its compile windows (:func:`.events.compile_windows`).
+Out: :func:`key_averages`, one row per name, and :func:`format_table`, the text.
+
+Compiling is warm-up, not steady state: a first call can take a thousand
+times longer than the calls after it and would fill the table alone.  So the
+rows are the steady state — every event outside the calls that compiled, with
+percentages of that time — and each compile is one line below them, with the
+calls it took.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import Event
+from .events import Event, in_windows
 
 
 @dataclass
@@ -19,10 +29,13 @@ class KeyAverage:
         return self.total_ns / self.count if self.count else 0.0
 
 
-def key_averages(events: list[Event]) -> list[KeyAverage]:
-    """One row per (name, category); a name nested in itself counts its outer total once."""
+def key_averages(events: list[Event], windows: list[tuple[int, int]] = ()) -> list[KeyAverage]:
+    """One row per (name, category); a name nested in itself counts its outer total once.
+    Events inside ``windows`` (calls that compiled) count only as their compile row."""
     rows: dict[tuple[str, str], KeyAverage] = {}
     for e in events:
+        if e.cat != "compile" and in_windows(e, windows):
+            continue
         row = rows.setdefault((e.name, e.cat), KeyAverage(e.name, e.cat))
         row.count += 1
         row.total_ns += e.dur_ns
@@ -46,25 +59,41 @@ SORT_KEYS = {
 }
 
 
-def format_table(rows: list[KeyAverage], wall_ns: int, sort_by: str = "total", row_limit: int = 30) -> str:
+def format_table(rows: list[KeyAverage], wall_ns: int, sort_by: str = "total", row_limit: int = 30,
+                 warmup_ns: int = 0) -> str:
+    """The steady-state rows (percentages of the wall time minus ``warmup_ns``, the
+    calls that compiled), then one line per compile."""
     if sort_by not in SORT_KEYS:
         raise ValueError(f"sort_by must be one of {sorted(SORT_KEYS)}, got {sort_by!r}")
-    rows = sorted(rows, key=SORT_KEYS[sort_by])
+    compiles = sorted((r for r in rows if r.cat == "compile"), key=SORT_KEYS["total"])
+    rows = sorted((r for r in rows if r.cat != "compile"), key=SORT_KEYS[sort_by])
     shown = rows[:row_limit]
-    width = max([len("Name")] + [len(r.name) for r in shown])
+    width = max([len("Name")] + [len(r.name) for r in shown + compiles])
     width = min(width, 60)
     header = (f"{'Name':<{width}}  {'Category':<9}  {'Self %':>7}  {'Self':>11}  "
               f"{'Total %':>7}  {'Total':>11}  {'Avg':>11}  {'# Calls':>7}")
     rule = "-" * len(header)
-    wall = max(wall_ns, 1)
+    steady = max(wall_ns - warmup_ns, 1)
+
+    def name(r: KeyAverage) -> str:
+        return r.name if len(r.name) <= width else r.name[: width - 3] + "..."
+
     lines = [rule, header, rule]
     for r in shown:
-        name = r.name if len(r.name) <= width else r.name[: width - 3] + "..."
-        lines.append(f"{name:<{width}}  {r.cat:<9}  {100 * r.self_ns / wall:>6.2f}%  {_time(r.self_ns):>11}  "
-                     f"{100 * r.total_ns / wall:>6.2f}%  {_time(r.total_ns):>11}  {_time(r.avg_ns):>11}  "
+        lines.append(f"{name(r):<{width}}  {r.cat:<9}  {100 * r.self_ns / steady:>6.2f}%  {_time(r.self_ns):>11}  "
+                     f"{100 * r.total_ns / steady:>6.2f}%  {_time(r.total_ns):>11}  {_time(r.avg_ns):>11}  "
                      f"{r.count:>7}")
+    if not shown:
+        lines.append("(no steady state: every call compiled; call once before profiling to warm up)")
     lines.append(rule)
     if len(rows) > len(shown):
         lines.append(f"({len(rows) - len(shown)} more rows; table(row_limit=...) shows them)")
-    lines.append(f"Wall time of the profile: {_time(wall_ns)} (host track; Spyre rows are simulated time)")
+    if compiles:
+        lines.append(f"Compile (capture, backend, first run), not in the rows above: "
+                     f"{_time(warmup_ns)} in the calls that compiled")
+        lines += [f"{name(r):<{width}}  {r.cat:<9}  {'':>7}  {'':>11}  {'':>7}  {_time(r.total_ns):>11}  "
+                  f"{_time(r.avg_ns):>11}  {r.count:>7}" for r in compiles]
+        lines.append(rule)
+    lines.append(f"Wall time of the profile: {_time(wall_ns)}, steady state {_time(wall_ns - warmup_ns)} "
+                 "(host track; Spyre rows are simulated time)")
     return "\n".join(lines)

@@ -26,9 +26,10 @@ from ..api import lookup_backend
 from ..dynamo import OptimizedFunction
 from ..dynamo import eval_frame
 from ..dynamo.callables import resolve
+from ..graph_id import GraphId
 from ..profiler import Profile
 
-_BANNER = re.compile(r"^\[minicompile:(\w+)\]$", re.M)
+_BANNER = re.compile(r"^\[minicompile:(\w+)\](?: (.+))?$", re.M)  # logs.py: name, then its graph
 _EXTERN = re.compile(r"^extern (\w+) = np\.(\w+)\(", re.M)
 
 
@@ -42,6 +43,16 @@ class Frame:
 
 
 @dataclass
+class Artifact:
+    """One logged artifact: its name, the graph it belongs to (``graph 1 of f``, or
+    "" when logged outside a compile: a recompile, a graph break), its text."""
+
+    name: str
+    graph: str
+    text: str
+
+
+@dataclass
 class Gathered:
     fn: types.FunctionType
     backend: str
@@ -49,22 +60,22 @@ class Gathered:
     first_line: int
     source_lines: list[str]
     frames: list[Frame]
-    artifacts: list[tuple[str, str]]  # (artifact name, text) in the order they were logged
+    artifacts: list[Artifact]  # in the order they were logged
     profile: Profile
     results: list[Any] = field(default_factory=list)
     error: str | None = None
 
     def artifact(self, name: str) -> list[str]:
-        return [text for a, text in self.artifacts if a == name]
+        return [a.text for a in self.artifacts if a.name == name]
 
 
-def split_artifacts(text: str) -> list[tuple[str, str]]:
-    """The ``[minicompile:NAME]`` blocks of captured log text, in order."""
+def split_artifacts(text: str) -> list[Artifact]:
+    """The ``[minicompile:NAME] GRAPH`` blocks of captured log text, in order."""
     marks = list(_BANNER.finditer(text))
     out = []
     for m, nxt in zip(marks, marks[1:] + [None]):
         body = text[m.end(): nxt.start() if nxt else len(text)]
-        out.append((m.group(1), body.strip("\n")))
+        out.append(Artifact(m.group(1), m.group(2) or "", body.strip("\n")))
     return out
 
 
@@ -117,26 +128,30 @@ def kernel_groups(compiled: Any) -> dict[str, str]:
         for name in origins:
             groups.setdefault(name, kernel)
     schedule = getattr(compiled, "schedule", None)
+    runs = getattr(schedule, "runs", {})
     for step in getattr(schedule, "steps", []):  # a Schedule object (the Spyre backend)
-        for name in getattr(step, "origins", [getattr(step, "name", None)]):
-            if name is not None:
-                groups.setdefault(name, step.name)
-    # The schedule's text (cpp, triton) names each extern call: "extern NAME = np.OP(...)".
+        if hasattr(step, "op_name") and step.name not in runs:
+            continue  # an Extern run through NumPy: named below
+        for name in getattr(step, "origins", [step.name]):
+            groups.setdefault(name, step.name)
+    # The schedule's text names each call made through NumPy: "extern NAME = np.OP(...)".
     for m in _EXTERN.finditer(str(schedule or "")):
         groups.setdefault(m.group(1), f"extern np.{m.group(2)}")
     return groups
 
 
-def compiled_graphs(compiled: Any) -> list[tuple[str, Any]]:
-    """The inductor results inside an entry's compiled object: (label, compiled graph)."""
+def compiled_graphs(entry: Any) -> list[tuple[str, GraphId | None, Any]]:
+    """The inductor results inside a cache entry: (label, graph id, compiled graph)."""
+    compiled = entry.compiled
     if compiled is None:
         return []
     if hasattr(compiled, "partition") and hasattr(compiled, "forward"):  # aot.AotFunction
-        found = [("forward", compiled.forward)]
+        found = [("forward", entry.graph_id, compiled.forward)]
         if getattr(compiled, "_backward", None) is not None:
-            found.append(("backward", compiled._backward))
-        return [(label, c) for label, c in found if hasattr(c, "graph")]
-    return [("", compiled)] if hasattr(compiled, "graph") else []  # not the eager backend's ir.Graph
+            found.append(("backward", compiled.backward_graph_id, compiled._backward))
+        return [(label, gid, c) for label, gid, c in found if hasattr(c, "graph")]
+    # (not the eager backend's ir.Graph)
+    return [("", entry.graph_id, compiled)] if hasattr(compiled, "graph") else []
 
 
 def relative(filename: str) -> str:

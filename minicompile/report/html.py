@@ -20,8 +20,8 @@ from typing import Any
 from ..aot import partition as aot_partition
 from ..dynamo import bytecode
 from ..ir import drawing
-from ..profiler.events import SPYRE
-from ..profiler.plot import COLOURS
+from ..profiler import timeline
+from ..profiler.events import in_windows
 from .gather import Gathered, compiled_graphs, kernel_groups, relative
 
 BACKEND_OF_CLASS = {"CompiledGraph": "cpp", "TritonCompiledGraph": "triton", "SpyreCompiled": "spyre"}
@@ -110,22 +110,20 @@ class _Page:
         return None
 
     def _provenance(self) -> None:
-        for fi, frame in enumerate(self.g.frames):
-            for ei, entry in enumerate(frame.entries):
-                for label, cg in compiled_graphs(entry.compiled):
-                    groups = kernel_groups(cg)
-                    nodes = {n.name: n for n in cg.graph.nodes}
-                    for name, kernel in groups.items():
-                        line = self._line_in_function(nodes.get(name))
-                        if line is None:
-                            continue
-                        anchor = _kernel_anchor(fi, ei, label, kernel)
-                        lines = self.lines_of_kernel.setdefault(anchor, [])
-                        if line not in lines:
-                            lines.append(line)
-                        links = self.kernels_of_line.setdefault(line, [])
-                        if (anchor, kernel) not in links:
-                            links.append((anchor, kernel))
+        for fi, ei, label, _, cg in self._titled_compiled_graphs():
+            groups = kernel_groups(cg)
+            nodes = {n.name: n for n in cg.graph.nodes}
+            for name, kernel in groups.items():
+                line = self._line_in_function(nodes.get(name))
+                if line is None:
+                    continue
+                anchor = _kernel_anchor(fi, ei, label, kernel)
+                lines = self.lines_of_kernel.setdefault(anchor, [])
+                if line not in lines:
+                    lines.append(line)
+                links = self.kernels_of_line.setdefault(line, [])
+                if (anchor, kernel) not in links:
+                    links.append((anchor, kernel))
 
     # -- sections ----------------------------------------------------------------
 
@@ -136,15 +134,22 @@ class _Page:
         g = self.g
         captures = [e.capture for f in g.frames for e in f.entries]
         graphs = [c.graph for c in captures if c.graph is not None and c.graph.op_count() > 0]
-        breaks = [c.break_reason for c in captures if c.break_reason is not None]
-        kernels = sum(len(getattr(cg, "kernels", [])) for f in g.frames for e in f.entries
-                      for _, cg in compiled_graphs(e.compiled))
+        broke = sum(c.break_reason is not None for c in captures)
+        sites = self._break_sites()  # a source badge each
+        shown = sum(len(reasons) for reasons in sites.values())
+        breaks = str(shown) + (f" (line {', '.join(map(str, sorted(sites)))})" if sites else "") \
+            + (f"; {broke} cache entries break there" if broke > shown else "")
+        guards = self._guard_sites()
+        checks = sum(len(c) for c in guards.values())
+        kernels = sum(len(getattr(cg, "kernels", [])) + len(getattr(cg, "extern_kernels", []))
+                      for *_, cg in self._titled_compiled_graphs())
         compile_s = sum(c.seconds for c in captures) + sum(e.compile_seconds for f in g.frames for e in f.entries)
         rows = [("function", f"{g.fn.__qualname__}  ({relative(g.filename)}:{g.first_line})"),
                 ("backend", self._backend_label()), ("calls", len(g.results)),
                 ("compiled code objects", len(g.frames)),
                 ("cache entries", sum(len(f.entries) for f in g.frames)),
-                ("graphs", len(graphs)), ("graph breaks", len(breaks)), ("kernels", kernels),
+                ("graphs", len(graphs)), ("graph breaks", breaks),
+                ("guards", f"{checks} checks from {len(guards)} source lines"), ("kernels", kernels),
                 ("capture + compile time", f"{compile_s * 1e3:.1f} ms"),
                 ("profiled wall time", f"{g.profile.total_ns / 1e6:.2f} ms")]
         body = '<table class="plain">' + "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
@@ -157,7 +162,7 @@ class _Page:
         """``auto`` names what it chose: the kind of each compiled graph."""
         if self.g.backend != "auto":
             return self.g.backend
-        kinds = {type(cg).__name__ for f in self.g.frames for e in f.entries for _, cg in compiled_graphs(e.compiled)}
+        kinds = {type(cg).__name__ for *_, cg in self._titled_compiled_graphs()}
         chosen = sorted(BACKEND_OF_CLASS.get(k, k) for k in kinds)
         return f"auto ({', '.join(chosen)})" if chosen else "auto"
 
@@ -170,30 +175,43 @@ class _Page:
                 return int(m.group(2))
         return reason.lineno if reason.filename == self.g.filename else None
 
+    def _break_sites(self) -> dict[int, list[str]]:
+        """Source line -> the distinct reasons graphs break there (each cache entry
+        of a function that breaks at a line breaks there again: one site)."""
+        sites: dict[int, list[str]] = {}
+        for f in self.g.frames:
+            for e in f.entries:
+                r = e.capture.break_reason
+                line = self._break_line(r) if r is not None else None
+                if line is not None and r.reason not in sites.setdefault(line, []):
+                    sites[line].append(r.reason)
+        return sites
+
+    def _guard_sites(self) -> dict[int, list[str]]:
+        """Source line -> the distinct guard checks its values created, over every cache entry."""
+        sites: dict[int, list[str]] = {}
+        for f in self.g.frames:
+            if f.code.co_filename != self.g.filename:
+                continue
+            for e in f.entries:
+                for guard in e.capture.guards.guards:
+                    if guard.lineno and guard.check not in sites.setdefault(guard.lineno, []):
+                        sites[guard.lineno].append(guard.check)
+        return sites
+
     def source(self) -> str:
         g = self.g
         if not g.source_lines:
             return "<p><i>The source of this function is not available.</i></p>"
-        breaks: dict[int, list[str]] = {}
-        guards: dict[int, list[str]] = {}
-        for f in g.frames:
-            for e in f.entries:
-                r = e.capture.break_reason
-                line = self._break_line(r) if r is not None else None
-                if line is not None:
-                    breaks.setdefault(line, []).append(r.reason)
-                if f.code.co_filename == g.filename:
-                    for guard in e.capture.guards.guards:
-                        if guard.lineno:
-                            guards.setdefault(guard.lineno, []).append(guard.check)
+        breaks, guards = self._break_sites(), self._guard_sites()
         rows = []
         for i, text in enumerate(g.source_lines):
             no = g.first_line + i
             cls = " ".join(c for c, d in (("break", breaks), ("guard", guards)) if no in d)
             notes = [f'<span class="tag break" title="{_e(r)}">graph break: {_e(r)}</span>' for r in breaks.get(no, [])]
             if no in guards:
-                checks = "\n".join(dict.fromkeys(guards[no]))
-                notes.append(f'<span class="tag guard" title="{_e(checks)}">{len(set(guards[no]))} guard(s)</span>')
+                checks = "\n".join(guards[no])
+                notes.append(f'<span class="tag guard" title="{_e(checks)}">{len(guards[no])} guard(s)</span>')
             notes += [f'<a class="kernel-link" href="#{a}">{_e(k)}</a>' for a, k in self.kernels_of_line.get(no, [])]
             rows.append(f'<tr id="src-{no}" class="{cls}"><td class="no">{no}</td><td>{_e(text)}</td>'
                         f'<td class="note">{"".join(notes)}</td></tr>')
@@ -221,7 +239,7 @@ class _Page:
         for f in self.g.frames:
             for ei, e in enumerate(f.entries):
                 c = e.capture
-                title = f"{f.name}, cache entry {ei}"
+                title = _entry_title(e.graph_id, f.name, ei)
                 if c.graph is None:
                     why = c.break_reason.reason if c.break_reason else "nothing captured"
                     parts.append(f"<h3>{_e(title)}: runs eagerly</h3><p>{_e(why)}"
@@ -271,11 +289,12 @@ class _Page:
 
     def _titled_compiled_graphs(self):
         """``(frame index, entry index, label, title, compiled graph)`` for every
-        compiled graph of every cache entry."""
+        compiled graph of every cache entry; the title starts with the graph's
+        index (graph_id.py), which starts its kernels' names."""
         for fi, f in enumerate(self.g.frames):
             for ei, e in enumerate(f.entries):
-                for label, cg in compiled_graphs(e.compiled):
-                    yield fi, ei, label, f"{f.name}, cache entry {ei}" + (f", {label}" if label else ""), cg
+                for label, gid, cg in compiled_graphs(e):
+                    yield fi, ei, label, _entry_title(gid, f.name, ei) + (f", {label}" if label else ""), cg
 
     def schedule(self) -> str:
         parts = []
@@ -317,9 +336,13 @@ class _Page:
 
     def timings(self) -> str:
         prof = self.g.profile
-        body = "<p>Wall time of the report's calls (first call compiles). Kernel rows come from the " \
-               "instrumented wrapper; see <code>mc.profile</code>.</p>" + _timeline(prof) \
-               + _pre(prof.table(row_limit=40))
+        windows = prof.compile_windows
+        warm = any(e.cat == "compiled" and not in_windows(e, windows) for e in prof.events)
+        body = ("<p>Wall time of the report's calls, as <code>mc.profile</code> records them: a call that "
+                "compiles is warm-up, on the compile row and cut short in the picture, apart from the "
+                "steady state in the table" + ("" if warm else " (none here: every call compiled; "
+                "<code>repeat=N</code> makes warm calls)") + ". Each kernel has a row of its own, "
+                "named as in the code above.</p>" + _timeline(prof) + _pre(prof.table(row_limit=40)))
         compile_rows = []
         for f in self.g.frames:
             for ei, e in enumerate(f.entries):
@@ -330,8 +353,10 @@ class _Page:
         return body
 
     def log(self) -> str:
-        items = [f"<details><summary>{_e(name)}</summary>{_pre(text)}</details>" for name, text in self.g.artifacts]
-        return "<p>Every artifact as <code>MINICOMPILE_LOGS=all</code> prints it, in order.</p>" + "".join(items)
+        items = [f"<details><summary>{_e(a.name)}{' · ' + _e(a.graph) if a.graph else ''}</summary>{_pre(a.text)}"
+                 "</details>" for a in self.g.artifacts]
+        return ("<p>Every artifact as <code>MINICOMPILE_LOGS=all</code> prints it, in order, with the graph "
+                "it belongs to.</p>" + "".join(items))
 
     def render(self) -> str:
         from ..config import __version__
@@ -382,33 +407,37 @@ def kernel_excerpt(source: str, name: str) -> str | None:
     return "\n".join(lines[first:end]).rstrip()
 
 
-def _timeline(prof: Any, width: int = 1100, row: int = 18, limit: int = 3000) -> str:
-    """The profile as an inline SVG: one row per nesting depth, hover for name and time."""
+def _timeline(prof: Any, width: int = 1100, row: int = 16, limit: int = 3000) -> str:
+    """The profile as an inline SVG (:mod:`minicompile.profiler.timeline`): a row per
+    kind of event and per kernel, named; compiles cut short; hover for name and time."""
     events = [e for e in prof.events if e.dur_ns > 0][:limit]
     if not events:
         return ""
-    rows = sorted({(e.track, e.depth) for e in events})
-    y_of = {r: i for i, r in enumerate(rows)}
-    span = max(max(e.end_ns for e in events) - prof.start_ns, 1)
-    label_w = 110
-    scale = (width - label_w) / span
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(rows) + 24}" '
+    t = timeline.layout(events, prof.start_ns, prof.end_ns, prof.compile_windows)
+    label_w = min(8 + 6.2 * max(len(r.label) for r in t.rows), 330)
+    scale = (width - label_w) / t.span_ns
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(t.rows) + 24}" '
              f'font-family="sans-serif" font-size="11">']
-    for (track, depth), i in y_of.items():
-        name = "Spyre (sim.)" if track == SPYRE else "host"
-        parts.append(f'<text x="0" y="{i * row + 13}">{name} depth {depth}</text>')
-    for e in events:
-        x = label_w + (e.start_ns - prof.start_ns) * scale
-        w = max(e.dur_ns * scale, 0.5)
-        tip = f"{e.name} ({e.cat}): {e.dur_ns / 1e3:.1f} us"
-        parts.append(f'<rect x="{x:.2f}" y="{y_of[(e.track, e.depth)] * row + 2}" width="{w:.2f}" '
-                     f'height="{row - 4}" fill="{COLOURS.get(e.cat, "#999")}"><title>{_e(tip)}</title></rect>')
-    axis_y = row * len(rows) + 16
-    parts.append(f'<text x="{label_w}" y="{axis_y}">0 ms</text><text x="{width - 80}" y="{axis_y}">'
-                 f'{span / 1e6:.2f} ms</text></svg>')
+    for i, r in enumerate(t.rows):
+        parts.append(f'<text x="0" y="{i * row + 12}">{_e(r.label)}</text>')
+        for e in r.events:
+            x, w = t.drawn(e)
+            tip = f"{e.name} ({e.cat}): {e.dur_ns / 1e3:.1f} us"
+            colour = timeline.COLOURS.get(e.cat, "#999")
+            parts.append(f'<rect x="{label_w + x * scale:.2f}" y="{i * row + 2}" width="{max(w * scale, 0.5):.2f}" '
+                         f'height="{row - 4}" fill="{colour}"><title>{_e(tip)}</title></rect>')
+    axis_y = row * len(t.rows) + 16
+    cut = ", compiles cut short" if t.windows else ""
+    parts.append(f'<text x="{label_w}" y="{axis_y}">0 ms</text><text x="{width - 200}" y="{axis_y}">'
+                 f'{t.span_ns / 1e6:.2f} ms drawn{cut}</text></svg>')
     legend = "".join(f'<span><span class="kernel-link" style="background:{c}">&nbsp;</span> {_e(cat)}</span>'
-                     for cat, c in COLOURS.items() if any(e.cat == cat for e in events))
+                     for cat, c in timeline.COLOURS.items() if any(e.cat == cat for e in events))
     return f'<div class="picture">{"".join(parts)}</div><p class="legend">{legend}</p>'
+
+
+def _entry_title(graph: Any, frame: str, entry: int) -> str:
+    """``graph 1 · f (resumed at line 8), cache entry 0``: the graph's index first, as its kernels' names start."""
+    return (f"graph {graph.index} · " if graph is not None else "") + f"{frame}, cache entry {entry}"
 
 
 def _kernel_anchor(frame: int, entry: int, label: str, kernel: str) -> str:

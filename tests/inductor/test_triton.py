@@ -127,7 +127,7 @@ def _compile(fn, args):
 def test_gelu_of_matmul_plus_bias_is_one_kernel():
     r = np.random.default_rng(1)
     cg = _compile(mlp, (_f32(r, 20, 30), _f32(r, 30, 17), _f32(r, 17)))
-    assert cg.kernels == ["triton_tem_fused_matmul_add_multiply_tanh_0"]
+    assert cg.kernels == ["g0_triton_tem_fused_matmul_add_multiply_tanh_0"]
     assert "tl.dot(a, b, acc, input_precision=\"ieee\")" in cg.kernel_source
     assert "extern" not in cg.schedule  # the matmul is no longer a library call
     assert "buf_matmul" not in cg.wrapper_source  # the product never reaches memory
@@ -156,14 +156,14 @@ def test_matmul_of_views_reads_them_at_their_strides():
                      (lambda q, k: q @ k.transpose(0, 1, 3, 2), (_f32(r, 2, 3, 5, 4), _f32(r, 2, 3, 6, 4)))]:
         cg = _compile(fn, args)
         np.testing.assert_allclose(cg(*args)[0], fn(*args), rtol=1e-5, atol=1e-5)
-        assert len(cg.kernels) == 1 and cg.kernels[0].startswith("triton_tem"), cg.schedule
+        assert len(cg.kernels) == 1 and "_triton_tem_" in cg.kernels[0], cg.schedule
     # A reshape of a transpose is a copy in NumPy, at no fixed strides: a pointwise
     # kernel lays it out, then the template reads it.
     args = (_f32(r, 3, 4), _f32(r, 3, 8))
     cg = _compile(lambda a, b: a @ b.T.reshape(4, 6), args)
     np.testing.assert_allclose(cg(*args)[0], args[0] @ args[1].T.reshape(4, 6), rtol=1e-5, atol=1e-5)
     assert "extern matmul" not in cg.schedule and "copied by a kernel (no fixed strides)" in cg.schedule
-    assert [k.split("_")[1] for k in cg.kernels] == ["poi", "tem"]
+    assert [k.split("_")[2] for k in cg.kernels] == ["poi", "tem"]  # g0_triton_poi_...
 
 
 @SETTINGS
@@ -194,7 +194,7 @@ def test_matmul_of_any_batch_rank_and_views(lead, a_rank, b_rank, ones, m, n, k,
 
 def test_pointwise_chain_is_one_kernel_with_a_tail_mask():
     cg = _compile(gelu, (np.ones((3, 7), np.float32),))
-    assert cg.kernels == ["triton_poi_fused_multiply_add_tanh_0"]
+    assert cg.kernels == ["g0_triton_poi_fused_multiply_add_tanh_0"]
     assert "xmask = xindex < xnumel" in cg.kernel_source and "xnumel = 21" in cg.kernel_source
 
 
@@ -207,11 +207,11 @@ def test_broadcast_and_transpose_are_index_arithmetic():
 def test_persistent_and_looped_reductions(monkeypatch):
     r = np.random.default_rng(5)
     x = _f32(r, 6, 300)
-    assert compiled_kernels(softmax, x)[0].startswith("triton_per_fused_max")
+    assert compiled_kernels(softmax, x)[0].startswith("g0_triton_per_fused_max")
     monkeypatch.setattr(tg, "PERSISTENT_MAX", 64)  # rows of 300 now need a loop
     mc.reset()
     cg = _compile(softmax, (x,))
-    assert cg.kernels[0].startswith("triton_red_fused_max")
+    assert cg.kernels[0].startswith("g0_triton_red_fused_max")
     assert "for roffset in range(0, rnumel, RBLOCK):" in cg.kernel_source
     np.testing.assert_allclose(cg(x)[0], softmax(x), rtol=1e-5, atol=1e-6)
 
@@ -221,7 +221,7 @@ def test_softmax_and_layer_norm_are_one_persistent_kernel():
     for fn in (softmax, layer_norm):
         mc.reset()
         cg = _compile(fn, (x,))
-        assert len(cg.kernels) == 1 and cg.kernels[0].startswith("triton_per_fused")
+        assert len(cg.kernels) == 1 and cg.kernels[0].startswith("g0_triton_per_fused")
         assert "kept in registers" in cg.schedule
         assert cg.wrapper_source.count("_empty(") == 1  # only the output reaches memory
 
@@ -249,7 +249,7 @@ def compiled_kernels(fn, *args):
 
 def test_reduction_epilogue_shares_the_kernel():
     cg = _compile(lambda x: np.sqrt(x.sum(axis=1) + 1.0), (np.ones((5, 9), np.float32),))
-    assert len(cg.kernels) == 1 and cg.kernels[0].startswith("triton_per_fused_sum_add_sqrt")
+    assert len(cg.kernels) == 1 and cg.kernels[0].startswith("g0_triton_per_fused_sum_add_sqrt")
 
 
 def test_names_and_source_are_deterministic():
@@ -417,7 +417,7 @@ def test_batched_matmul_template(batch: int, m: int, n: int, k: int, form: str, 
 def test_batched_matmul_is_one_template_with_the_batch_in_the_program_id():
     r = np.random.default_rng(9)
     cg = _compile(lambda q, k: (q @ k) * 0.125, (_f32(r, 3, 10, 16), _f32(r, 3, 16, 12)))
-    assert cg.kernels == ["triton_tem_fused_matmul_multiply_0"]
+    assert cg.kernels == ["g0_triton_tem_fused_matmul_multiply_0"]
     assert "batch = pid // (tiles_m * tiles_n)" in cg.kernel_source
     assert "template matmul [3, 10, 12] x [16]" in cg.schedule
     w = _compile(lambda x, w: x @ w, (_f32(r, 2, 8, 16), _f32(r, 16, 4)))  # w is shared by the batch

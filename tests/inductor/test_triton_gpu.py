@@ -128,7 +128,7 @@ def test_auto_picks_triton_for_cupy_and_one_kernel(tmp_path, monkeypatch):
     assert isinstance(out, cp.ndarray)
     compiled = fn.cache[0].compiled
     assert type(compiled).__name__ == "TritonCompiledGraph" and compiled.device == "cuda"
-    assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("triton_tem_fused_matmul")
+    assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("g0_triton_tem_fused_matmul")
 
 
 def test_autotune_result_cached_on_disk(tmp_path, monkeypatch):

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +13,8 @@ from hypothesis import strategies as st
 
 import minicompile as mc
 from minicompile.profiler import hooks
+from minicompile.profiler.events import COMPILE
+from minicompile.profiler.timeline import WINDOW_SHARE, layout
 
 
 def mlp_row(x, w):
@@ -321,3 +325,59 @@ def test_kernels_of_graphs_allocating_from_the_cache_are_events_too():
     assert compiled._call is original
     assert _names(prof, "kernel") == compiled.kernels
     np.testing.assert_allclose(r, f(x), rtol=1e-5)
+
+
+def test_a_compile_is_warm_up_apart_from_the_steady_state(tmp_path):
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5), np.random.rand(5, 3)
+    with mc.profile() as prof:
+        for _ in range(3):
+            r = f(x, w)
+    np.testing.assert_allclose(r, mlp_row(x, w))
+    assert [e.track for e in prof.events if e.cat == "compile"] == [COMPILE]
+    rows = {(r.name, r.cat): r for r in prof.key_averages()}
+    assert rows[("mlp_row [cpp]", "compiled")].count == 2  # the warm calls only
+    assert rows[("compile + first run mlp_row", "compile")].count == 1
+    # the steady rows' self times tile the wall time outside the call that compiled
+    steady = sum(r.self_ns for r in prof.key_averages() if r.cat != "compile")
+    assert 0 < prof.warmup_ns < prof.total_ns and steady == prof.total_ns - prof.warmup_ns
+    head, compiles = prof.table().split("Compile (")
+    assert "compile + first run mlp_row" in compiles and "compile + first run" not in head
+    call = next(line for line in head.splitlines() if line.startswith("mlp_row [cpp]"))
+    assert float(call.split()[5].rstrip("%")) <= 100.0  # Total % of the steady state
+    trace = json.loads(open(prof.export_chrome_trace(str(tmp_path / "t.json"))).read())["traceEvents"]
+    assert {e["tid"] for e in trace if e.get("cat") == "compile"} == {COMPILE}
+
+
+def test_timeline_rows_are_named_and_compiles_cut_short():
+    f = mc.compile(mlp_row, backend="cpp")
+    x, w = np.random.rand(8, 5), np.random.rand(5, 3)
+    with mc.profile() as prof:
+        for _ in range(3):
+            f(x, w)
+    t = layout(prof.events, prof.start_ns, prof.end_ns, prof.compile_windows)
+    labels = [r.label for r in t.rows]
+    assert labels[0].startswith("compile (first calls): ") and not any("depth" in label for label in labels)
+    assert set(f.cache[0].compiled.kernels) <= set(labels) and "np.matmul" in labels
+    (start, end), = prof.compile_windows
+    assert t.x(end) - t.x(start) <= WINDOW_SHARE * (prof.total_ns - prof.warmup_ns) + 1
+    kernel = next(e for e in prof.events if e.cat == "kernel")
+    assert t.x(kernel.start_ns) > t.x(end)  # after the cut, on the steady state's scale
+    assert t.drawn(kernel)[1] == kernel.dur_ns
+
+
+def test_the_readme_profile_snippet_shows_a_useful_table(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    snippet = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "mc.profile()" in b)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet, "README.md", "exec"), {"__name__": "readme"})
+    table = capsys.readouterr().out
+    assert "Compile (" not in table  # warmed up: the steady state only
+    assert re.search(r"^g0_kernel_0_\w+ +kernel .* 10$", table, re.M)  # each kernel, by its name
+    assert re.search(r"^np\.matmul +extern .* 10$", table, re.M)  # float64: BLAS
+    assert re.search(r"^np\.exp +numpy ", table, re.M)
+    kernel_self = float(re.search(r"^g0_kernel_0_\w+ +kernel +([\d.]+)%", table, re.M).group(1))
+    assert 0 < kernel_self < 100
+    assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    assert (tmp_path / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

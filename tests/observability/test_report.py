@@ -1,6 +1,7 @@
 """The HTML compile report: content, self-containment, the CLI, and a real browser."""
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -53,9 +54,9 @@ def test_report_has_every_stage(page_with_break):
     assert "training" not in ids  # nothing needs a gradient
     assert "transformed with_break" in page  # the transformed bytecode of the break
     assert "def guard(L, G)" in page
-    assert "kernel_0_add_tanh" in page and "extern np.matmul" in page
+    assert "g0_kernel_0_add_tanh" in page and "extern np.matmul" in page  # float64: BLAS
     assert "def call(" in page  # the wrapper
-    assert 'extern "C" void kernel_0_add_tanh(' in page.replace("&quot;", '"')  # the kernel's own code
+    assert 'extern "C" void g0_kernel_0_add_tanh(' in page.replace("&quot;", '"')  # the kernel's own code
     assert "extern" in page and "# Calls" in page  # schedule and timing table
 
 
@@ -66,7 +67,7 @@ def test_source_marks_break_and_guard_lines_and_links_kernels(page_with_break):
     assert re.search(r'<tr id="src-\d+" class="[^"]*guard', page)
     tanh = _line(with_break, "np.tanh")
     row = re.search(rf'<tr id="src-{tanh}".*?</tr>', page).group(0)
-    assert "kernel_0_add_tanh" in row
+    assert "g0_kernel_0_add_tanh" in row
     # every in-page link has its target: kernels -> source lines and back
     ids = _ids(page)
     targets = re.findall(r'href="#([^"]+)"', page)
@@ -304,3 +305,135 @@ def test_a_break_inside_an_inlined_helper_marks_the_call(tmp_path):
     page = open(path).read()
     call = _line(calls_noisy_helper, "noisy_helper(y)")
     assert re.search(rf'<tr id="src-{call}" class="break[^"]*"', page)
+
+
+# ---- several graphs: two dtypes, a break, warm calls ---------------------------------------
+
+def two_matmuls(x, w):
+    a = np.tanh(x @ w + 1.0)  # float32: the GEMM runs inside the kernel of its epilogue
+    print("not traced")
+    return (a @ w.T).sum(axis=1)  # float32: a GEMM of its own (a reduction reads it)
+
+
+@pytest.fixture(scope="module")
+def two_dtypes(tmp_path_factory):
+    """``two_matmuls`` on float32 and on float64 arrays, twice each: four graphs (per
+    dtype, before and after the break), the float32 matmuls generated as C++ and
+    the float64 ones called through BLAS, and warm calls after the compiling ones."""
+    from minicompile.report import gather, write_page
+
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((8, 4)), rng.standard_normal((4, 3))
+    calls = [((x.astype(np.float32), w.astype(np.float32)), {}), ((x, w), {})] * 2
+    g = gather(two_matmuls, calls, "cpp")
+    assert g.error is None
+    path = tmp_path_factory.mktemp("report") / "two_dtypes.html"
+    write_page(g, str(path))
+    return g, str(path), path.read_text(encoding="utf-8")
+
+
+def _graphs(g):
+    from minicompile.report.gather import compiled_graphs
+
+    return [(gid, cg) for f in g.frames for e in f.entries for _, gid, cg in compiled_graphs(e)]
+
+
+def _source_row(page, line):
+    return re.search(rf'<tr id="src-{line}".*?</tr>', page, re.S).group(0)
+
+
+def test_each_matmul_is_shown_as_the_wrapper_runs_it(two_dtypes):
+    from minicompile.report.gather import kernel_groups
+
+    g, _, page = two_dtypes
+    ways = set()
+    for gid, cg in _graphs(g):
+        groups = kernel_groups(cg)
+        for node in [n for n in cg.graph.calls if n.op.name == "matmul"]:
+            gemm = f"g{gid.index}_mm_{node.name}"
+            if "_op_matmul(" in cg.wrapper_source:  # NumPy's BLAS
+                ways.add("blas")
+                assert f"extern {node.name} = np.matmul(...)  BLAS through NumPy" in cg.schedule
+                assert groups[node.name] == "extern np.matmul" and "mm_" not in cg.wrapper_source
+            elif f"{gemm}(" in cg.wrapper_source:  # the generated GEMM, its own entry
+                ways.add("gemm")
+                assert f"{node.name} = {gemm}(" in cg.schedule and "np.matmul" not in cg.schedule
+                assert groups[node.name] == gemm and "not BLAS" in cg.wrapper_source
+            else:  # the GEMM inside the kernel of its epilogue
+                ways.add("epilogue")
+                kernel = groups[node.name]
+                assert kernel in cg.kernels and f"{kernel}(" in cg.wrapper_source
+                assert f"{node.name} = GEMM(" in cg.schedule and f"inside {kernel}" in cg.schedule
+                assert "np.matmul" not in cg.schedule
+            # the picture and the kernel heading name the same thing
+            assert f"{groups[node.name]}" in drawing.to_dot(cg.graph, "schedule", groups)
+            assert re.search(rf'<h3 id="k-[^"]*">{re.escape(groups[node.name])} <small>\(graph {gid.index} ', page)
+    assert ways == {"blas", "gemm", "epilogue"}, ways
+
+
+def test_break_and_guard_counts_match_the_sites_shown(two_dtypes):
+    g, _, page = two_dtypes
+    brk = _line(two_matmuls, 'print("not traced")')
+    assert re.search(rf"<th>graph breaks</th><td>1 \(line {brk}\); 2 cache entries break there</td>", page)
+    assert _source_row(page, brk).count('class="tag break"') == 1
+    badges = guard_lines = 0
+    for row in re.findall(r'<tr id="src-\d+".*?</tr>', page, re.S):
+        kernels = re.findall(r'class="kernel-link" href="#([^"]+)">([^<]+)</a>', row)
+        assert len(kernels) == len(set(kernels)) and len({k for _, k in kernels}) == len(kernels), row
+        for title, text in re.findall(r'<span class="tag guard" title="([^"]*)">(\d+) guard\(s\)</span>', row):
+            assert int(text) == len(title.split("\n"))  # the count is the checks listed
+            badges, guard_lines = badges + int(text), guard_lines + 1
+    assert f"<th>guards</th><td>{badges} checks from {guard_lines} source lines</td>" in page
+
+
+def test_kernel_names_are_one_per_kernel_across_the_graphs(two_dtypes):
+    g, _, page = two_dtypes
+    names = []
+    for gid, cg in _graphs(g):
+        for name in cg.kernels + cg.extern_kernels:
+            names.append(name)
+            assert name.startswith(f"g{gid.index}_"), name
+            assert f'void {name}(' in cg.kernel_source and f"{name}(" in cg.wrapper_source
+            code = [a.text for a in g.artifacts if a.name == "output_code" and a.graph.startswith(f"graph {gid.index} ")]
+            assert any(f"void {name}(" in text for text in code)  # the log says it too
+    assert len(names) == len(set(names)) >= 4
+    profiled = {e.name for e in g.profile.events if e.cat == "kernel"}
+    assert profiled == set(names)  # the warm calls ran every kernel, each under its name
+    for name in names:
+        assert re.search(rf"^{name} +kernel ", page, re.M)  # its row in the timing table
+
+
+def test_every_logged_artifact_names_its_graph(two_dtypes):
+    g, _, page = two_dtypes
+    graphs = {str(gid) for gid, _ in _graphs(g)}
+    for kind in ("schedule", "output_code", "graph", "guards"):
+        labels = [a.graph for a in g.artifacts if a.name == kind]
+        assert labels and set(labels) <= graphs, (kind, labels)
+    assert sorted(a.graph for a in g.artifacts if a.name == "schedule") == sorted(graphs)  # one each
+    assert "<summary>schedule · graph 0 of two_matmuls</summary>" in page
+    assert "<summary>schedule · graph 1 of two_matmuls (resumed at line" in page
+
+
+def test_timings_keep_compiling_apart_and_name_every_kernel_row(two_dtypes):
+    g, _, page = two_dtypes
+    table = html.unescape(re.search(r"(-{20,}\nName .*?Wall time of the profile[^\n]*)", page, re.S).group(1))
+    assert re.search(r"^two_matmuls \[cpp\] +compiled .* 2$", table, re.M)  # the two warm calls
+    assert re.search(r"^compile \+ first run two_matmuls +compile ", table, re.M)  # compiles, apart
+    steady = table.split("Compile (")[0]
+    assert "compile" not in steady.replace("compiled", "")
+    svg = re.search(r'<section id="timings">.*?</svg>', page, re.S).group(0)
+    labels = re.findall(r'<text x="0" y="\d+">([^<]+)</text>', svg)
+    assert labels[0].startswith("compile (first calls): ") and not any("depth" in t for t in labels)
+    kernels = {name for _, cg in _graphs(g) for name in cg.kernels + cg.extern_kernels}
+    assert kernels <= set(labels)
+
+
+def test_two_graph_report_in_chromium(two_dtypes, tmp_path):
+    browser = _chromium()
+    _, path, _ = two_dtypes
+    run = _headless(browser, "--dump-dom", "file://" + os.path.abspath(path), cwd=tmp_path)
+    assert run.returncode == 0 and _console_lines(run.stderr) == []
+    dom = run.stdout
+    brk = _line(two_matmuls, 'print("not traced")')
+    assert _source_row(dom, brk).count('class="tag break"') == 1
+    assert "compile (first calls): " in dom and "g1_kernel_0" in dom

@@ -81,10 +81,10 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
             text, driver = loop_driver.generate(sched, kernel_args)
             source += "\n" + text
     epilogues = matmul.epilogues(sched)  # (cpp.generate made the same choice)
-    matmul_lines = matmul.describe(sched, kernel_args, epilogues)
-    if matmul_lines:
-        logs.log("schedule", lambda: "\n".join(matmul_lines))
-    schedule_text = "\n".join([str(sched)] + matmul_lines)
+    # What runs, as the wrapper runs it: generated GEMMs, values kept in registers.
+    sched.runs.update(matmul.describe(sched, kernel_args, epilogues))
+    schedule_text = sched.describe(sched.never_stored())
+    logs.log("schedule", schedule_text)
     plan = memory.plan(sched, kernel_args)
     wrapper_source = wrapper.generate(sched, kernel_args, plan)
     lib, flags = None, []
@@ -111,4 +111,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     # Matmuls generated as C++ with an entry of their own (one run inside its epilogue has none).
     compiled.extern_kernels = [name for name, args in kernel_args.items()
                                if name not in compiled.kernel_origins and args]
+    for ext in sched.steps:
+        if matmul.kernel_name(ext, sched) in compiled.extern_kernels:
+            compiled.kernel_origins[matmul.kernel_name(ext, sched)] = [ext.name]
     return compiled

@@ -516,25 +516,6 @@ def _object_entry(name: str, buffers: list[Buffer], reads: int, symbols: tuple[s
     return f'extern "C" void {name}_obj({params}) {{ {name}({ptrs}); }}'
 
 
-def _internal_stores(schedule: Schedule, kernel: Kernel) -> frozenset[str]:
-    """Stores of ``kernel`` that nothing else reads — a depthwise convolution's
-    window sum, read only by its own bias-and-clip epilogue at the same element:
-    they need no memory traffic at all (the wrapper's buffer stays untouched)."""
-    seen = {n.name for n in schedule.graph.outputs}
-    seen |= {i.name for v in schedule.views.values() for i in v.inputs}
-    identity = L.loop_index("x", kernel.ranges)
-    for step in schedule.steps:
-        if isinstance(step, L.Extern):
-            seen |= set(step.inputs)
-            continue
-        for store in step.stores:
-            for ld in data_loads(store.body):
-                if step is not kernel or ld.index != identity or store.index is not None:
-                    seen.add(ld.buffer)
-    at_element = [s for s in kernel.reductions + kernel.pointwise if s.index is None]
-    return frozenset(s.buffer for s in at_element if s.buffer not in seen)
-
-
 def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     """The translation unit for all kernels, and each kernel's pointer arguments.
 
@@ -553,12 +534,13 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     externs = [e for e in schedule.steps if isinstance(e, L.Extern)]
     for ext in externs:
         if ext in fused.values():
-            args[matmul.kernel_name(ext)] = []
+            args[matmul.kernel_name(ext, schedule)] = []
         elif (text := matmul.generate(ext, schedule, symbols)) is not None:
             parts.append(text)
-            args[matmul.kernel_name(ext)] = [b for b, _ in matmul.operands(ext, schedule)] + [ext.name]
+            args[matmul.kernel_name(ext, schedule)] = [b for b, _ in matmul.operands(ext, schedule)] + [ext.name]
+    kept = schedule.never_stored()  # stores nothing else reads: in registers only
     for kernel in schedule.kernels:
-        internal = _internal_stores(schedule, kernel)
+        internal = kept[kernel.name]
         ext = fused.get(kernel.name)
         if ext is not None:
             axes = matmul.tile_axes(tuple(ext.shape), matmul.row_axes(ext, schedule))

@@ -61,8 +61,9 @@ def _operand(schedule, name: str) -> tuple[tuple, np.dtype] | None:
     return tuple(node.shape), np.dtype(node.dtype)
 
 
-def kernel_name(ext: L.Extern) -> str:
-    return f"mm_{ext.name}"
+def kernel_name(ext: L.Extern, schedule) -> str:
+    """The generated GEMM's entry for matmul ``ext``: ``mm_<node>``, after the graph's prefix."""
+    return f"{schedule.name_prefix}mm_{ext.name}"
 
 
 def _shapes(ext: L.Extern, schedule) -> tuple[tuple, tuple] | None:
@@ -222,7 +223,7 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = (),
         return None
     batch, m, k, n = shape
     ta, tb = (int(bool(t)) for _, t in operands(ext, schedule))
-    name, extra = epilogue if epilogue else (kernel_name(ext), [])
+    name, extra = epilogue if epilogue else (kernel_name(ext, schedule), [])
     # No __restrict here: the epilogue's parameters include the product C itself
     # (and in-place outputs may share its storage); the tile function has its own.
     params = ["const float* A", "const float* B", "float* C"] + [p.replace(" __restrict", "") for p in extra]
@@ -272,18 +273,19 @@ def epilogues(schedule) -> dict[str, L.Extern]:
     return fused
 
 
-def describe(schedule, kernel_args: dict[str, list[str]], fused: dict[str, L.Extern]) -> list[str]:
-    """One line per matmul generated as C++, for the schedule log (the
-    scheduler itself only knows them as Externs); ``fused`` is
-    :func:`epilogues` of the schedule."""
+def describe(schedule, kernel_args: dict[str, list[str]], fused: dict[str, L.Extern]) -> dict[str, str]:
+    """Extern name -> the schedule's line for each matmul generated as C++ (the
+    scheduler itself knows them only as NumPy calls, :meth:`~...scheduler.Schedule.describe`);
+    ``fused`` is :func:`epilogues` of the schedule."""
     kernel_of = {ext.name: kernel for kernel, ext in fused.items()}
-    lines = []
+    lines = {}
     for ext in schedule.steps:
-        if not isinstance(ext, L.Extern) or kernel_name(ext) not in kernel_args:
+        if not isinstance(ext, L.Extern) or kernel_name(ext, schedule) not in kernel_args:
             continue
+        operands = ", ".join(a.name for a in ext.args)
         if ext.name in kernel_of:
-            lines.append(f"{ext.name}: generated C++ GEMM, not BLAS; {kernel_of[ext.name]} runs on each finished tile "
-                         "(epilogue fusion)")
+            lines[ext.name] = (f"{ext.name} = GEMM({operands}) inside {kernel_of[ext.name]}  generated C++ GEMM, "
+                               "not BLAS; the kernel runs its epilogue on each finished tile (epilogue fusion)")
         else:
-            lines.append(f"{ext.name}: generated C++ GEMM ({kernel_name(ext)}), not BLAS")
+            lines[ext.name] = f"{ext.name} = {kernel_name(ext, schedule)}({operands})  generated C++ GEMM, not BLAS"
     return lines

@@ -128,15 +128,15 @@ class _WrapperWriter:
         return "\n".join([header] + self.lines) + "\n"
 
     def _kernel(self, kernel: Kernel) -> None:
-        for store in kernel.stores:
-            buf = self.s.buffers[store.buffer]
-            old = self.plan.reuse.get(store.buffer)
+        for name in memory.stored(kernel, self.kernel_args):
+            buf = self.s.buffers[name]
+            old = self.plan.reuse.get(name)
             if old is not None and self.s.buffers[old].shape == buf.shape and self.s.buffers[old].dtype == buf.dtype:
-                self.var[store.buffer] = self.var[old]  # the same array, its value is dead
-                self.emit(f"# {store.buffer} reuses the storage of {old}")
+                self.var[name] = self.var[old]  # the same array, its value is dead
+                self.emit(f"# {name} reuses the storage of {old}")
                 continue
-            local = self.names.new(f"buf_{store.buffer}")
-            self.var[store.buffer] = local
+            local = self.names.new(f"buf_{name}")
+            self.var[name] = local
             old_buf = self.s.buffers.get(old) if old is not None else None
             nbytes = buf.numel * buf.dtype.itemsize
             if old_buf is not None and not is_symbolic(nbytes) and not is_symbolic(old_buf.numel) \
@@ -148,7 +148,7 @@ class _WrapperWriter:
                 self.emit(f"{local} = {self.var[old]}.view({_dtype_global(buf.dtype)}).reshape({buf.shape!r})"
                           f"  # reuses {old}")
             else:
-                self.emit(f"{local} = {self.allocate(store.buffer, buf.shape, buf.dtype)}")
+                self.emit(f"{local} = {self.allocate(name, buf.shape, buf.dtype)}")
         if 0 in kernel.ranges:
             self.emit(f"# {kernel.name}: nothing to compute (empty output)")
             return
@@ -159,7 +159,7 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
-        generated = matmul.kernel_name(ext)
+        generated = matmul.kernel_name(ext, self.s)
         if generated in self.kernel_args:
             self._generated_extern(ext, generated)
             return
@@ -212,7 +212,7 @@ def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: me
     for step in schedule.steps:
         if not isinstance(step, L.Extern):
             continue
-        if matmul.kernel_name(step) in kernel_args:
+        if matmul.kernel_name(step, schedule) in kernel_args:
             products.add(step.name)
         else:
             seen_by_numpy |= set(step.inputs)
@@ -264,7 +264,7 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         fn.restype = None
         namespace[kernel.name] = fn
     for ext in schedule.steps:
-        name = matmul.kernel_name(ext) if isinstance(ext, L.Extern) else None
+        name = matmul.kernel_name(ext, schedule) if isinstance(ext, L.Extern) else None
         if kernel_args.get(name):  # an empty list: the matmul runs inside its epilogue's kernel
             fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
             fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3 \

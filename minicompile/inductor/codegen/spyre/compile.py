@@ -88,24 +88,6 @@ class HostStep:
 
 # -- planning ---------------------------------------------------------------------------
 
-def _reads(step) -> set[str]:
-    if isinstance(step, Kernel):
-        return {ld.buffer for s in step.stores for ld in L.loads(s.body)}
-    return set(step.inputs)
-
-
-def _live_after(schedule: Schedule) -> list[set[str]]:
-    """For each step, the buffers a later step, an output or an output view reads."""
-    keep = {n.name for n in schedule.graph.outputs}
-    for view in schedule.views.values():
-        keep |= {view.name} | {i.name for i in view.inputs}
-    live, out = set(keep), []
-    for step in reversed(schedule.steps):
-        out.append(set(live))
-        live |= _reads(step)
-    return out[::-1]
-
-
 def _is_matmul(step) -> bool:
     return isinstance(step, L.Extern) and step.op_name == "matmul"
 
@@ -125,7 +107,7 @@ def _epilogue_index(schedule: Schedule, i: int) -> int | None:
 
 def plan(schedule: Schedule, cfg: SpyreConfig, fuse: bool = True) -> list:
     """The steps in execution order: DeviceStep or HostStep."""
-    live = _live_after(schedule)
+    live = schedule.live_after()  # what each step's results must leave the card for
     steps = schedule.steps
     deferred: dict[int, int] = {}  # epilogue kernel index -> its matmul's index
     out: list = []
@@ -350,6 +332,12 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
     sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse,
                                cannot_generate=scheduler.no_gathers_or_complex)
     steps = plan(sched, cfg, fuse)
+    externs = {s.name for s in sched.steps if isinstance(s, L.Extern)}
+    for s in steps:  # an Extern the card computes (a matmul, with its epilogue): say so
+        first = s.name.split("+")[0]
+        if isinstance(s, DeviceStep) and first in externs:
+            sched.runs[first] = f"{first} = on the card, not NumPy: {s.plan}"
+    logs.log("schedule", lambda: str(sched))
     if merge:
         steps = [_checked(s) if isinstance(s, DeviceStep) else s for s in merge_steps(steps)]
     for s in steps:

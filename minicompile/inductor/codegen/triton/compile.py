@@ -41,8 +41,8 @@ from .ops import PRELUDE, unsupported_node
 from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
+from .rows import RowGroup, fuse_rows, row_kernel, step_reads
 from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
-from .rows import RowGroup, fuse_rows, row_kernel
 from .wrapper import WrapperWriter
 
 
@@ -148,7 +148,9 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     exec(compile(wrapper_source, "<minicompile triton wrapper>", "exec"), namespace)
     names = [k.name for k in module.kernels.values()]
     kernel_source = module.source if module.kernels else ""
-    compiled = TritonCompiledGraph(graph, namespace["call"], names, kernel_source, wrapper_source, [], _describe(sched, module))
+    description = _describe(sched, module)
+    logs.log("schedule", description)
+    compiled = TritonCompiledGraph(graph, namespace["call"], names, kernel_source, wrapper_source, [], description)
     compiled.device = "cuda" if on_gpu else "interpreter"
     compiled.module = module
     compiled.scheduled = sched
@@ -203,27 +205,30 @@ def generate(schedule: Schedule) -> TritonModule:
     whose code equals an earlier one's but for its name and its buffers' names (the
     same layer again) is written once: it is compiled, tuned and launched as that one."""
     op_of = {n.name: n.op.name for n in schedule.graph.calls}
+    kept = schedule.never_stored(step_reads)  # values no other step reads: in registers only
+    prefix = schedule.name_prefix  # the graph's (graph_id.py)
     kernels: dict[int, TritonKernel] = {}
     seen: dict[str, TritonKernel] = {}  # canonical code -> its first kernel (a model's layers repeat)
     index = 0
     for step in schedule.steps:
         if isinstance(step, MatmulTemplate):
-            tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of), schedule.buffers)
+            tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, ScatterTemplate):
-            tk = scatter_kernel(step, kernel_name("sca", index, step.origins, op_of), schedule.buffers)
+            tk = scatter_kernel(step, kernel_name("sca", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, RowGroup):
-            tk = row_kernel(step, kernel_name("per", index, step.origins, op_of), schedule.buffers)
+            tk = row_kernel(step, kernel_name("per", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, Kernel):
             if 0 in step.ranges:
                 continue  # an empty output: nothing to compute
             if step.reductions:
-                prefix = "per" if is_persistent(math.prod(step.reduction_ranges)) else "red"
-                tk = reduction_kernel(step, kernel_name(prefix, index, step.origins, op_of), schedule.buffers)
+                kind = "per" if is_persistent(math.prod(step.reduction_ranges)) else "red"
+                tk = reduction_kernel(step, kernel_name(kind, index, step.origins, op_of, prefix), schedule.buffers,
+                                      kept[step.name])
             else:
-                name = kernel_name("poi", index, step.origins, op_of)
+                name = kernel_name("poi", index, step.origins, op_of, prefix)
                 axes = tile_axes(step, schedule.buffers)
-                tk = (tiled_pointwise_kernel(step, name, schedule.buffers, axes) if axes
-                      else pointwise_kernel(step, name, schedule.buffers))
+                tk = (tiled_pointwise_kernel(step, name, schedule.buffers, axes, kept[step.name]) if axes
+                      else pointwise_kernel(step, name, schedule.buffers, kept[step.name]))
         else:
             continue
         tk.sizes = size_params(schedule.buffers)
@@ -242,6 +247,8 @@ def generate(schedule: Schedule) -> TritonModule:
 
 def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
     lines = []
+    kept = s.never_stored(step_reads)
+    held = "; kept in registers, never stored"
     for step in s.steps:
         k = module.kernels.get(id(step))
         if isinstance(step, MatmulTemplate):
@@ -249,7 +256,7 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
                          + (" + epilogue" if step.epilogue else ""))
             for name in step.origins:
                 why = "template: tl.dot tiles, float32 accumulator" if name == step.name else s.decisions[name]
-                lines.append(f"    {name:<16} {why}")
+                lines.append(f"    {name:<16} {why}{held if name in step.kept else ''}")
         elif isinstance(step, ScatterTemplate):
             lines.append(f"{k.name}  template scatter-add [{', '.join(map(str, step.domain))}] updates into "
                          f"[{', '.join(map(str, step.shape))}]")
@@ -257,17 +264,17 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
         elif isinstance(step, RowGroup):
             lines.append(f"{k.name}  rows [{', '.join(map(str, step.rows))}] x [{step.cols}], "
                          f"{len(step.kernels)} kernels fused row by row")
+            written = {st.buffer for kk in step.kernels for st in kk.stores}
             for name in step.origins:
-                kept = "" if name not in {st.buffer for kk in step.kernels for st in kk.stores} or \
-                    name in step.stores else "; kept in registers"
-                lines.append(f"    {name:<16} {s.decisions[name]}{kept}")
+                note = held if name in written and name not in step.stores else ""
+                lines.append(f"    {name:<16} {s.decisions[name]}{note}")
         elif isinstance(step, scheduler.Kernel):
             loops = f"[{', '.join(map(str, step.ranges))}]"
             if step.reductions:
                 loops += f" x [{', '.join(map(str, step.reduction_ranges))}]"
             lines.append(f"{k.name if k else '(empty)'}  loops {loops}")
             for name in step.origins:
-                lines.append(f"    {name:<16} {s.decisions[name]}")
+                lines.append(f"    {name:<16} {s.decisions[name]}{held if name in kept[step.name] else ''}")
         else:
             lines.append(f"extern {step.name} = np.{step.op_name}(...)  {step.reason}")
     return "\n".join(lines) if lines else "(no computation: outputs are inputs)"

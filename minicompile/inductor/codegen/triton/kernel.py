@@ -114,10 +114,11 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-def kernel_name(prefix: str, index: int, origins: list[str], op_of: dict[str, str]) -> str:
-    """``triton_poi_fused_exp_mul_0``: kind, the distinct ops computed, position."""
+def kernel_name(kind: str, index: int, origins: list[str], op_of: dict[str, str], prefix: str = "") -> str:
+    """``triton_poi_fused_exp_mul_0``: kind, the distinct ops computed, position
+    (after ``prefix``: the graph's, ``g1_``)."""
     ops = list(dict.fromkeys(op_of[o] for o in origins if o in op_of))
-    name = f"triton_{prefix}_fused"
+    name = f"{prefix}triton_{kind}_fused"
     for op in ops:
         if len(name) + 1 + len(op) > MAX_NAME_LEN:
             break
@@ -182,8 +183,9 @@ class ValueWriter(LineWriter):
 
     render_index = staticmethod(render_index)
 
-    def __init__(self, buffers: dict[str, Buffer], written: set[str]):
+    def __init__(self, buffers: dict[str, Buffer], written: set[str], kept: frozenset[str] = frozenset()):
         super().__init__(buffers, written)
+        self.kept = kept  # values nothing outside the kernel reads: held in registers, never stored
         self.mask = "xmask"
         self.zero_block = "0 * xindex"  # a block of zeros shaped like the stores
         self.block_vars: set[str] = set()  # loop variables that each span only part of the block
@@ -313,7 +315,8 @@ class ValueWriter(LineWriter):
                    for ld in L.loads(value))
 
     def store(self, buffer: str, index: tuple[L.Expr, ...], value: L.Value | str, shape: str, mask: str) -> None:
-        """``out[index] = value``; a value that does not vary over the block is broadcast."""
+        """``out[index] = value``; a value that does not vary over the block is broadcast.
+        A kept value (``self.kept``) is only held: later loads of it read the register."""
         if isinstance(value, str):
             text = value
         elif isinstance(value, L.Constant):
@@ -322,12 +325,14 @@ class ValueWriter(LineWriter):
             text = self.value(value)
             if not self.varies(value):
                 text = f"tl.broadcast_to({text}, {shape})"
+        self.forwarded[(buffer, index)] = text
+        if buffer in self.kept:
+            return
         offset = self.offset(buffer, index)
         used = {v.name for i in index for v in i.free_vars()}
         if not used or not self.block_vars <= used:
             offset += f" + {self.zero_block}"  # the pointer must span the whole block (sizes of 1)
         self.line(f"tl.store(out_{buffer} + ({offset}), {text}, {mask})")
-        self.forwarded[(buffer, index)] = text
 
 
 def index_vars(writer: ValueWriter, prefix: str, ranges: tuple[int, ...], flat: str) -> None:
@@ -361,8 +366,14 @@ def signature(name: str, writer: ValueWriter, outs: list[str], blocks: list[str]
     return f"@triton.jit\ndef {name}({', '.join(params)}):{widen}", writer.reads + outs
 
 
-def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
-    w = ValueWriter(buffers, kernel.buffers_written)
+def stored(kernel: Kernel, kept: frozenset[str], stores: list | None = None) -> list[str]:
+    """The buffers of ``stores`` (default: all of the kernel's) written to memory."""
+    return [s.buffer for s in (kernel.stores if stores is None else stores) if s.buffer not in kept]
+
+
+def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
+                     kept: frozenset[str] = frozenset()) -> TritonKernel:
+    w = ValueWriter(buffers, kernel.buffers_written, kept)
     numel = math.prod(kernel.ranges)
     pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {numel}")
@@ -372,13 +383,14 @@ def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
     identity = L.loop_index("x", kernel.ranges)
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[XBLOCK]", "xmask")
-    header, params = signature(name, w, [s.buffer for s in kernel.pointwise], ["XBLOCK"])
+    outs = stored(kernel, kept, kernel.pointwise)
+    header, params = signature(name, w, outs, ["XBLOCK"])
     block = min(1024, next_power_of_2(numel))
     configs = [dict(XBLOCK=block, num_warps=4)]
     configs += [dict(XBLOCK=b, num_warps=nw) for b in (512, 1024, 2048) for nw in (4, 8)
                 if b <= next_power_of_2(numel) and (b, nw) != (block, 4)]
     return TritonKernel(name, "pointwise", params, ("flat", numel, "XBLOCK"), configs,
-                        "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
+                        "\n".join([header] + w.lines), outs)
 
 
 # A loop shorter than this is not worth a tile of its own.
@@ -417,13 +429,13 @@ def tile_axes(kernel: Kernel, buffers: dict[str, Buffer]) -> tuple[int, int] | N
 
 
 def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
-                           axes: tuple[int, int]) -> TritonKernel:
+                           axes: tuple[int, int], kept: frozenset[str] = frozenset()) -> TritonKernel:
     """A pointwise kernel over ``[YBLOCK, XBLOCK]`` tiles of loops ``axes``;
     the other loops are the program's outer index (scalars)."""
     y, x = axes
     ny, nx = kernel.ranges[y], kernel.ranges[x]
     outer_ranges = tuple(1 if i in axes else n for i, n in enumerate(kernel.ranges))
-    w = ValueWriter(buffers, kernel.buffers_written)
+    w = ValueWriter(buffers, kernel.buffers_written, kept)
     pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
     yvar, xvar = f"x{y}", f"x{x}"
     w.line(f"ynumel, xnumel = {ny}, {nx}")
@@ -439,13 +451,14 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
     identity = L.loop_index("x", kernel.ranges)
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[YBLOCK, XBLOCK]", "xmask")
-    header, params = signature(name, w, [s.buffer for s in kernel.pointwise], ["YBLOCK", "XBLOCK"])
+    outs = stored(kernel, kept, kernel.pointwise)
+    header, params = signature(name, w, outs, ["YBLOCK", "XBLOCK"])
     configs = [dict(YBLOCK=yb, XBLOCK=xb, num_warps=nw)
                for yb, xb, nw in ((32, 32, 4), (64, 64, 4), (64, 64, 8), (32, 64, 4), (64, 32, 4), (128, 32, 8),
                                   (32, 128, 8))
                if yb <= max(32, next_power_of_2(ny)) and xb <= max(32, next_power_of_2(nx))]
     return TritonKernel(name, "tiled", params, ("tiles", math.prod(outer_ranges), ny, nx), configs,
-                        "\n".join([header] + w.lines), [s.buffer for s in kernel.pointwise])
+                        "\n".join([header] + w.lines), outs)
 
 
 def is_persistent(rnumel: object) -> bool:
@@ -453,9 +466,10 @@ def is_persistent(rnumel: object) -> bool:
     return not is_symbolic(rnumel) and rnumel <= PERSISTENT_MAX
 
 
-def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> TritonKernel:
+def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
+                     kept: frozenset[str] = frozenset()) -> TritonKernel:
     """A persistent (whole row in one block) or looped reduction, plus its epilogue."""
-    w = ValueWriter(buffers, kernel.buffers_written)
+    w = ValueWriter(buffers, kernel.buffers_written, kept)
     xnumel, rnumel = math.prod(kernel.ranges), math.prod(kernel.reduction_ranges)
     persistent = is_persistent(rnumel)
     pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
@@ -522,7 +536,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]) -> T
         w.store(store.buffer, identity, result, "[XBLOCK, 1]", "xmask")
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[XBLOCK, 1]", "xmask")
-    outs = [s.buffer for s in kernel.stores]
+    outs = stored(kernel, kept)
     header, params = signature(name, w, outs, ["XBLOCK", "RBLOCK"])
     if persistent:
         rblock = next_power_of_2(rnumel)

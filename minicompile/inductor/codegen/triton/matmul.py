@@ -48,6 +48,7 @@ from ... import loop_ir as L
 from ...lowering import data_loads, lower
 from . import kernel as tg
 from .ops import triton_type
+from .scatter import ScatterTemplate
 from ...scheduler import Buffer, Kernel, Schedule, Store
 from .versions import DOT_IEEE
 
@@ -86,6 +87,7 @@ class MatmulTemplate:
     origins: list[str] = field(default_factory=list)
     batch_shape: tuple[int, ...] | None = None  # a batched product: the output's leading dimensions
     rows: tuple[int, ...] | None = None  # a stacked product: the output's leading dimensions
+    kept: frozenset[str] = frozenset()  # epilogue values nothing after it reads: never stored
 
     @property
     def batch(self) -> int | None:
@@ -101,7 +103,7 @@ class MatmulTemplate:
     @property
     def stores(self) -> list[str]:
         outs = [self.name] if self.store_product else []
-        return outs + ([s.buffer for s in self.epilogue.pointwise] if self.epilogue else [])
+        return outs + ([s.buffer for s in self.epilogue.pointwise if s.buffer not in self.kept] if self.epilogue else [])
 
 
 def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand, list[Kernel], list[Buffer]] | None:
@@ -212,6 +214,8 @@ def _reads(step) -> set[str]:
     if isinstance(step, MatmulTemplate):
         reads = {step.a.buffer, step.b.buffer}
         return reads | (_reads(step.epilogue) if step.epilogue else set())
+    if isinstance(step, ScatterTemplate):  # it adds into its own buffer, made by the copy before it
+        return {step.name} | {k.name for k in step.keys} | ({step.value.name} if isinstance(step.value, Buffer) else set())
     return set()
 
 
@@ -226,8 +230,7 @@ def _fusable_epilogue(kernel, product: str, shape: tuple[int, ...]) -> bool:
 def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
     """Replace each eligible matmul Extern (+ its pointwise epilogue) by a template."""
     steps = list(schedule.steps)
-    outputs = {n.name for n in schedule.graph.outputs}
-    view_bases = {v.inputs[0].name for v in schedule.views.values()}
+    live = schedule.live_after(_reads)
     out: list = []
     buffers, decisions = dict(schedule.buffers), dict(schedule.decisions)
     i = 0
@@ -240,9 +243,9 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
             continue
         nxt = steps[i + 1] if i + 1 < len(steps) else None
         epilogue = nxt if _fusable_epilogue(nxt, step.name, step.shape) else None
-        later = steps[i + (2 if epilogue else 1):]
-        needed = (step.name in outputs or step.name in view_bases
-                  or any(step.name in _reads(s) for s in later))
+        after = live[i + 1 if epilogue else i]
+        needed = step.name in after
+        kept = frozenset(s.buffer for s in epilogue.pointwise if s.buffer not in after) if epilogue else frozenset()
         *operands, copies, copy_buffers = found
         out.extend(copies)  # operands laid out first, each by a pointwise kernel
         for name, why in decisions.items():  # what the scheduler said of the matmul's inputs
@@ -261,7 +264,7 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
             m = math.prod(rows)
         origins = [step.name] + (list(epilogue.origins) if epilogue else [])
         out.append(MatmulTemplate(step.name, *operands, m, n, k, step.dtype, epilogue,
-                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch_shape, rows))
+                                  needed or epilogue is None, list(dict.fromkeys(origins)), batch_shape, rows, kept))
         i += 2 if epilogue else 1
     for s in out:
         if isinstance(s, MatmulTemplate):
@@ -272,7 +275,7 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
 def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
     """The template's source: tiled ``tl.dot`` loop, then the epilogue on the tile."""
     outs = t.stores
-    w = tg.ValueWriter(buffers, set(outs))
+    w = tg.ValueWriter(buffers, set(outs), t.kept)
     a, b = t.a, t.b
     w.pointer(a.buffer), w.pointer(b.buffer)
     sizes = [buffers[a.buffer].numel, buffers[b.buffer].numel, t.m * t.n * (t.batch or 1)]

@@ -83,7 +83,8 @@ def _produced_at(kernel: Kernel) -> dict[str, tuple]:
     return {s.buffer: identity for s in kernel.stores}
 
 
-def _reads(step) -> set[str]:
+def step_reads(step) -> set[str]:
+    """The buffers any step of a Triton schedule reads (row groups included)."""
     from .matmul import _reads as reads  # one definition of "what a step reads"
 
     if isinstance(step, RowGroup):
@@ -105,14 +106,11 @@ def fuse_rows(schedule: Schedule) -> Schedule:
         rows, cols = _shape(group[0])
         out.append(RowGroup(group, rows, cols))
         i += len(group)
-    outputs = {n.name for n in schedule.graph.outputs}
-    view_bases = {v.inputs[0].name for v in schedule.views.values()}
-    for j, step in enumerate(out):
+    fused = replace(schedule, steps=out)
+    for step, live in zip(out, fused.live_after(step_reads)):
         if isinstance(step, RowGroup):
-            later = set().union(*(_reads(s) for s in out[j + 1:])) if j + 1 < len(out) else set()
-            written = [s.buffer for k in step.kernels for s in k.stores]
-            step.stores = [b for b in written if b in outputs or b in view_bases or b in later]
-    return replace(schedule, steps=out)
+            step.stores = [s.buffer for k in step.kernels for s in k.stores if s.buffer in live]
+    return fused
 
 
 def _grow(steps: list, start: int) -> list[Kernel]:
@@ -139,7 +137,8 @@ def _grow(steps: list, start: int) -> list[Kernel]:
 
 def row_kernel(group: RowGroup, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
     """One persistent kernel: each group member in order on the ``[XBLOCK, RBLOCK]`` tile."""
-    w = tg.ValueWriter(buffers, set(group.stores))
+    written = {s.buffer for k in group.kernels for s in k.stores}
+    w = tg.ValueWriter(buffers, set(group.stores), frozenset(written - set(group.stores)))
     xnumel = math.prod(group.rows)
     numels = [b.numel for b in buffers.values()]
     big = is_symbolic(numels) or max(numels) >= 2**31
@@ -161,7 +160,7 @@ def row_kernel(group: RowGroup, name: str, buffers: dict[str, Buffer]) -> tg.Tri
             index = tuple(i.subs(mapping) for i in L.loop_index("x", kernel.ranges))
             w.mask = "xmask & rmask"
             for store in kernel.pointwise:
-                _keep(w, group, store.buffer, index, L.substitute(store.body, mapping), "[XBLOCK, RBLOCK]")
+                _keep(w, store.buffer, index, L.substitute(store.body, mapping), "[XBLOCK, RBLOCK]")
             w.mask = "xmask"
     header, params = tg.signature(name, w, list(group.stores), ["XBLOCK", "RBLOCK"])
     rblock = tg.next_power_of_2(group.cols)
@@ -174,14 +173,9 @@ def row_kernel(group: RowGroup, name: str, buffers: dict[str, Buffer]) -> tg.Tri
                            "\n".join([header] + w.lines), list(group.stores))
 
 
-def _keep(w: tg.ValueWriter, group: RowGroup, buffer: str, index: tuple, value, shape: str) -> None:
-    """Hold ``value`` for later members; store it only if it is needed outside."""
-    mask = "xmask & rmask" if shape.endswith("RBLOCK]") else "xmask"
-    if buffer in group.stores:
-        w.store(buffer, index, value, shape, mask)
-        return
-    text = value if isinstance(value, str) else w.value(value)
-    w.forwarded[(buffer, index)] = text
+def _keep(w: tg.ValueWriter, buffer: str, index: tuple, value, shape: str) -> None:
+    """Hold ``value`` for later members; stored only if it is needed outside (``w.kept``)."""
+    w.store(buffer, index, value, shape, "xmask & rmask" if shape.endswith("RBLOCK]") else "xmask")
 
 
 def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
@@ -196,7 +190,7 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
         w.line(f"{tile} = tl.where(xmask & rmask, {w.cast(w.compute(store.body), src, acc)}, {init})")
         if red.is_arg:
             w.mask = "xmask"
-            _keep(w, group, store.buffer, identity, tg.arg_final(w, red, tile, tg.arg_index(w)), "[XBLOCK, 1]")
+            _keep(w, store.buffer, identity, tg.arg_final(w, red, tile, tg.arg_index(w)), "[XBLOCK, 1]")
             w.mask = "xmask & rmask"
             continue
         final = ops.REDUCTION_FINAL[red.reduction_type].format(v=tile)
@@ -210,8 +204,8 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
         if red.dtype != acc:
             w.line(f"{result} = {w.cast(result, acc, red.dtype)}")
         w.mask = "xmask"
-        _keep(w, group, store.buffer, identity, result, "[XBLOCK, 1]")
+        _keep(w, store.buffer, identity, result, "[XBLOCK, 1]")
         w.mask = "xmask & rmask"
     w.mask = "xmask"
     for store in kernel.pointwise:
-        _keep(w, group, store.buffer, identity, store.body, "[XBLOCK, 1]")
+        _keep(w, store.buffer, identity, store.body, "[XBLOCK, 1]")

@@ -154,5 +154,6 @@ def scatter_kernel(t: ScatterTemplate, name: str, buffers: dict[str, Buffer]) ->
     w.line(f"tl.atomic_add(out_{t.name} + ({offset}), {value}, xmask)")
     header, params = tg.signature(name, w, [t.name], ["XBLOCK"])
     block = min(1024, tg.next_power_of_2(numel))
+    # It allocates nothing (``writes`` empty): it adds into the copy's buffer.
     return tg.TritonKernel(name, "pointwise", params, ("flat", numel, "XBLOCK"), [dict(XBLOCK=block, num_warps=4)],
-                           "\n".join([header] + w.lines), [t.name])
+                           "\n".join([header] + w.lines), [])

@@ -86,14 +86,17 @@ class WrapperWriter:
         return "\n".join([f"def call({', '.join(params)}):"] + self.lines) + "\n"
 
     def _kernel(self, step: Any) -> None:
-        stores = step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate)) \
+        kernel = self.module.kernels.get(id(step))
+        # What the kernel writes to memory (a value it keeps in registers has no buffer;
+        # a scatter writes into the buffer the copy before it made).
+        stores = kernel.writes if kernel is not None else \
+            step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate)) \
             else [st.buffer for st in step.stores]
         for name in stores:
             buf = self.s.buffers[name]
             local = self.names.new(f"buf_{name}")
             self.var[name] = local
             self.emit(f"{local} = _empty({buf.shape!r}, _{short_name(buf.dtype)})")
-        kernel = self.module.kernels.get(id(step))
         if kernel is None:
             self.emit("# nothing to compute (empty output)")
             return
