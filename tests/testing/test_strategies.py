@@ -182,10 +182,10 @@ def test_a_dynamic_shape_bug_is_found_by_shape_sequences():
     one_call = arrays(dtypes=[np.float64], shapes=[(3, 4)])
     check(row_norms, one_call, one_call, backends=(first_call_sizes,), max_examples=10, seed=0)
     with pytest.raises(AssertionError) as info:
-        check(row_norms, shape_sequences((3, 4), (4,), dtypes=[np.float64], min_calls=3),
-              backends=(first_call_sizes,), max_examples=30, seed=0)
+        check(row_norms, shape_sequences((3, 4), (4,), dtypes=[np.float64], min_calls=4),
+              backends=(first_call_sizes,), max_examples=100, seed=0)
     text = str(info.value)
-    assert "call 3 of" in text or "call 2 of" in text
+    assert any(f"call {k} of" in text for k in (2, 3, 4))
     reproducer = text.split("Reproducer:\n")[1]
     assert "compiled = mc.compile(row_norms, backend=first_call_sizes, dynamic=None)" in reproducer
     assert reproducer.count("assert_same(compiled, x0, x1)") >= 3
@@ -208,7 +208,9 @@ def test_a_shape_sequence_recompiles_once_with_symbolic_sizes():
         for call in sequence:
             compiled(*call)
         _forget(sequence)
-        # The first sizes compile a static graph; the first change, one with symbols, used after.
-        assert calls[0] is False and calls[1:] == [True]
+        # The first sizes compile a static graph; the first change, one with symbols, used
+        # after -- unless that call had two equal sizes, which share one symbol (duck
+        # sizing, as TorchDynamo's), and a later call parts them: one more symbolic compile.
+        assert calls[0] is False and all(calls[1:]) and 1 <= len(calls[1:]) <= 2
 
     run()
