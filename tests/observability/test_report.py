@@ -429,10 +429,10 @@ def test_timings_keep_compiling_apart_and_name_every_kernel_row(two_dtypes):
 
 
 def test_two_graph_report_in_chromium(two_dtypes, tmp_path):
-    browser = _chromium()
+    browser = find_browser()
     _, path, _ = two_dtypes
-    run = _headless(browser, "--dump-dom", "file://" + os.path.abspath(path), cwd=tmp_path)
-    assert run.returncode == 0 and _console_lines(run.stderr) == []
+    run = headless(browser, "--dump-dom", "file://" + os.path.abspath(path), cwd=tmp_path)
+    assert run.returncode == 0 and console_lines(run.stderr) == []
     dom = run.stdout
     brk = _line(two_matmuls, 'print("not traced")')
     assert _source_row(dom, brk).count('class="tag break"') == 1
