@@ -292,6 +292,8 @@ class Functionalizer:
             return ArrayVariable(node, scalar=scalar)  # an op on an mc.Tensor makes an mc.Tensor
         if scalar or not arrays:  # a creation op: C order
             return self._fresh(node, scalar, None if scalar else _c_layout(node))
+        if isinstance(parent, ArrayVariable) and not parent.scalar and _returns_its_input(node):
+            return parent  # NumPy hands back the array itself: one object, as eager
         if isinstance(parent, ArrayVariable) and parent.storage is not None \
                 and (op in ALWAYS_VIEWS or op in LAYOUT_VIEWS) and _is_view_call(node):
             kind, layout = _view_layout(node, parent)
@@ -494,6 +496,20 @@ def _array_leaves(args: Any) -> list:
         elif isinstance(v, (tuple, list)):
             out.extend(_array_leaves(v))
     return out
+
+
+def _returns_its_input(node: ir.Node) -> bool:
+    """Ops for which NumPy returns the very array it was given, not a new view, when
+    they have nothing to do: ``np.squeeze`` of an array without length-1 axes,
+    ``np.atleast_2d`` of a 2-d array, ``np.real`` of a real one.  Identity shows
+    (``np.squeeze(v) is v``), and a view of a view would be rebuilt after a write as
+    a second object."""
+    op, a = node.op.name, node.args[0]
+    if not isinstance(a, ir.Node):
+        return False
+    if op == "squeeze" or op.startswith("atleast_"):  # they only remove, or only add, axes
+        return node.meta.ndim == a.meta.ndim
+    return op == "real" and a.meta.dtype.kind != "c"
 
 
 def _is_view_call(node: ir.Node) -> bool:

@@ -186,6 +186,18 @@ def results_of(result: Any) -> list[np.ndarray]:
 
 
 EXACT_BACKENDS = ("eager", "aot_eager")
+# Where NumPy was built with AVX-512 loops for these functions it uses them on contiguous
+# operands only (strided ones go to the C library), and the two can differ in the last
+# bit: NumPy's own answer then depends on memory layout, which the graph does not keep
+# for its intermediates.  Programs using them compare to a tolerance there.
+LAYOUT_DEPENDENT = ("**", "np.power", "np.sin", "np.cos", "np.tanh", "np.exp", "np.log")
+AVX512 = bool(getattr(np._core._multiarray_umath, "__cpu_features__", {}).get("AVX512_SKX"))
+
+
+def bit_exact(program: Program, backend: str) -> bool:
+    """Must ``backend`` match NumPy bit for bit on ``program``?"""
+    source = repr(program)
+    return backend in EXACT_BACKENDS and not (AVX512 and any(f in source for f in LAYOUT_DEPENDENT))
 
 
 def check_program(program: Program, backend: str) -> None:
@@ -205,7 +217,7 @@ def compare_calls(program: Program, backend: str) -> None:
     fn = program.function()
     expected = {variant: run(fn, program, variant) for variant in set(program.calls)}
     compiled = mc.compile(fn, backend=backend)
-    exact = backend in EXACT_BACKENDS
+    exact = bit_exact(program, backend)
     for n, variant in enumerate(program.calls):
         assert_same_outcome(run(compiled, program, variant), expected[variant], exact,
                             f"call {n + 1} ({variant} arguments)")

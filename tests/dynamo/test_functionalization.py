@@ -69,8 +69,11 @@ def arrays_in(value: Any) -> list:
 
 
 def aliasing(result: Any, args: tuple) -> list[tuple[bool, bool]]:
-    """For each returned array and each argument array: (is it, shares memory)."""
-    return [(r is a, bool(np.shares_memory(r, a))) for r in arrays_in(result) for a in arrays_in(args)]
+    """For each returned array and each argument array, and each earlier returned
+    array: (is it, shares memory)."""
+    results = arrays_in(result)
+    return [(r is a, bool(np.shares_memory(r, a))) for i, r in enumerate(results)
+            for a in arrays_in(args) + results[:i]]
 
 
 def run(fn: Callable, args: tuple) -> tuple[Any, type | None]:
@@ -150,6 +153,15 @@ def returns_a_view_of_the_argument(x):
 def returns_a_view_and_its_base(x):
     y = x + 1
     return y, y[::-1]
+
+
+def calls_that_hand_back_their_input(x):
+    # NumPy returns the array itself from each of these: v, w and the rest are
+    # one object, written or not.
+    v = x[1:]
+    w = np.squeeze(v)
+    x += 1
+    return v, w, np.real(w), np.atleast_1d(v), np.atleast_2d(x[None]), x.squeeze()
 
 
 def write_through_broadcast_to(x, b):
@@ -284,6 +296,7 @@ CASES = [
     Case(returns_the_argument, lambda: (np.arange(3.0),)),
     Case(returns_a_view_of_the_argument, lambda: (np.arange(3.0),)),
     Case(returns_a_view_and_its_base, lambda: (np.arange(3.0),)),
+    Case(calls_that_hand_back_their_input, lambda: (np.arange(4.0),)),
     Case(write_through_broadcast_to, lambda: (np.ones((2, 3)), np.ones(3)), whole=False),
     Case(cast_that_numpy_refuses, lambda: (np.arange(3),), whole=False),
     Case(boolean_and_integer_keys, lambda: (np.arange(5.0),)),
