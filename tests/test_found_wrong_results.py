@@ -250,3 +250,54 @@ def test_a_computed_nan_is_refused_only_where_numpy_refuses_it(backend, key):
                 mc.compile(store, backend=backend)(np.zeros(3, np.int64), c)
             return
         np.testing.assert_array_equal(mc.compile(store, backend=backend)(np.zeros(3, np.int64), c), expected)
+
+
+def power_by_a_dead_negative_exponent(a, b):
+    v0 = a * 2
+    v0 **= b  # nothing reads v0: NumPy refuses the negative integer power all the same
+
+
+def power_by_a_constant_negative_exponent(a, b):
+    v0 = a ** -1
+
+
+def element_takes_a_sequence(a, b):
+    v4 = b * 2
+    v4[0] += a[:1]  # one element takes no array, not even one of size 1
+
+
+@pytest.mark.parametrize("fn", [power_by_a_dead_negative_exponent, power_by_a_constant_negative_exponent,
+                                element_takes_a_sequence])
+def test_errors_numpy_raises_are_raised_even_if_nothing_reads_the_value(backend, fn):
+    """Found by fuzzing: integer powers by a negative exponent raised nowhere when the
+    power was dead (a ``check`` in the graph now; a constant exponent is the meta
+    rule's), and a size-1 array stored into one element raised only on the
+    backends that ran NumPy's setitem."""
+    make = lambda: (np.array([1, -5, -3]), np.array([1, -1, 2]))  # noqa: E731
+    with pytest.raises(ValueError) as numpy_error:
+        fn(*make())
+    args = make()
+    with warnings.catch_warnings(), pytest.raises(ValueError, match=str(numpy_error.value).rstrip(".")):
+        warnings.simplefilter("ignore")
+        mc.compile(fn, backend=backend)(*args)
+    np.testing.assert_array_equal(args[0], make()[0])
+
+
+def sine_of_a_filled_array(x):
+    x[...] = 1.5
+    return np.sin(x), x * 0 - 0.0
+
+
+def test_constants_keep_their_dtype_and_sign(backend):
+    """Found by fuzzing the Triton backend: ``x[...] = 1.5; np.sin(x)`` computed the
+    sine of a bare constant, which Triton takes as float32; a stored ``-0.0``
+    was typed from a Python zero, which some Triton versions make +0.0."""
+    for value in (1.5, -0.0):
+        def f(x, value=value):
+            x.fill(value)
+            return np.sin(x), x
+        expected, got = f(np.ones(3)), mc.compile(f, backend=backend)(np.ones(3))
+        for e, g in zip(expected, got):
+            assert g.tobytes() == e.tobytes(), (value, g, e)
+    got = mc.compile(sine_of_a_filled_array, backend=backend)(np.ones(3))
+    assert [g.tobytes() for g in got] == [e.tobytes() for e in sine_of_a_filled_array(np.ones(3))]

@@ -20,6 +20,7 @@ import numpy as np
 from .. import ir
 from ..aot.tensor import Tensor, grad_enabled
 from ..ir import dtypes
+from ..ir.ops.pointwise import negative_integer_powers
 from ..ir.symbolic import Sym, free_symbols
 from .dynamic_shapes import DynamicPolicy, SymbolTable, is_cupy_array
 from .exc import Unsupported
@@ -330,6 +331,19 @@ class OutputGraph:
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
 
+    def _check_integer_exponent(self, node: ir.Node, args: dict[str, Any]) -> None:
+        """An integer ``x ** y`` with ``y`` computed in the graph: NumPy raises for a
+        negative ``y``, so the graph checks ``y`` when it runs, even where nothing
+        reads the power (``check`` is never dropped).  Constant exponents are the
+        meta rule's (ir/ops/pointwise.py)."""
+        exponent = args["x2"]
+        loop = (node.args[0].meta.dtype if isinstance(node.args[0], ir.Node) else None,
+                node.args[1].meta.dtype if isinstance(node.args[1], ir.Node) else None, node.meta.dtype)
+        if isinstance(exponent, ArrayVariable) and loop[1] is not None and negative_integer_powers(loop):
+            bad = self.call("less", {"x1": exponent, "x2": 0})
+            self.call("check", {"a": exponent, "bad": bad, "error": "ValueError",
+                                "message": "Integers to negative integer powers are not allowed."})
+
     def call(self, op: str, args: dict[str, Any]) -> ArrayVariable:
         """Add ``op`` to the graph; NumPy's own errors become graph breaks.  The result
         is a view of its first argument where NumPy's would be (functionalization.py)."""
@@ -353,6 +367,8 @@ class OutputGraph:
         except Exception as e:  # NumPy would raise here too: let eager NumPy do it
             raise Unsupported(f"np.{op} raised {type(e).__name__}: {e}", numpy_error=True) from None
         node.user_stack = self.user_stack()
+        if op == "power":
+            self._check_integer_exponent(node, args)
         first = next(iter(args.values()), None)
         scalar = node.meta.ndim == 0 and (
             node.op.result_is_scalar(dict(zip(node.op.param_names, node.args)))

@@ -315,6 +315,10 @@ def setitem_value_check(key: tuple, shape: tuple[int, ...], value: Any) -> None:
         if int(np.prod(value_shape)) == 1:
             return
         raise
+    if target == () and gives_scalar(key, shape) and value_shape != ():
+        # One element (``x[0] = v``, ``x[1, 2] += v``): NumPy takes no array for it,
+        # not even one of size 1 (``x[0, ...] = v`` is a 0-d view, which broadcasts).
+        raise ValueError("setting an array element with a sequence.")
     vs = value_shape
     while len(vs) > len(target) and vs[0] == 1:
         vs = vs[1:]

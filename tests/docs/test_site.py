@@ -23,6 +23,7 @@ import minicompile as mc
 from chromium import find_browser, open_pages
 from minicompile import config, testing
 from minicompile.docs import api, notebooks
+from minicompile.ir.drawing import dot_program
 
 pytestmark = pytest.mark.docs
 
@@ -141,5 +142,7 @@ def test_every_part_is_there(site):
     for stem in shown:
         assert f'href="{stem}.html"' in tutorials_index, stem
         assert 'class="cell_output' in (root / "tutorials" / f"{stem}.html").read_text(), f"{stem}: no outputs"
+    if dot_program() is None:
+        return  # no Graphviz (make test installs it): the tutorial says so in place of its pictures
     picture_page = (root / "tutorials" / "07_min_cut_partitioning.html").read_text()
     assert re.search(r'<div class="cell_output[^>]*>.*?<img [^>]*src="[^"]+\.svg"', picture_page, re.S)

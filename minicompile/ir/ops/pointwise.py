@@ -69,10 +69,26 @@ def _exact_comparison_operands(args: dict[str, Any]) -> dict[str, Any]:
     return {"x1": widen(x1, x2), "x2": widen(x2, x1)}
 
 
+def negative_integer_powers(loop: tuple[np.dtype, ...]) -> bool:
+    """Does NumPy's ``power`` loop refuse negative exponents (a signed integer one)?"""
+    return loop[-1].kind in "iu" and loop[1].kind == "i"
+
+
+def _check_values(ufunc: np.ufunc, operands: tuple, loop: tuple[np.dtype, ...]) -> None:
+    """NumPy's errors that depend on the values of operands known at capture (an
+    exponent that is a constant); arrays the graph computes are checked when it
+    runs (the capture adds a ``check`` op)."""
+    exponent = operands[-1]
+    if ufunc is np.power and negative_integer_powers(loop) and not isinstance(exponent, TensorMeta) \
+            and np.any(np.asarray(exponent) < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
 def _pointwise(ufunc: np.ufunc) -> OpDef:
     def meta(**args: Any) -> TensorMeta:
         operands = tuple(args.values())
         loop = ufunc_loop_dtypes(ufunc, operands)
+        _check_values(ufunc, operands, loop)
         return TensorMeta(broadcast_shapes(*operands), dt.check_supported(loop[-1]))
 
     # The reference takes exactly nin positional operands, named like NumPy's.

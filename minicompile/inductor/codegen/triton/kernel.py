@@ -59,7 +59,7 @@ from ...lowering import MASKED_OPS, border_checks, data_loads, masked_parts
 from ...scheduler import Buffer, Kernel
 from ..common import LineWriter
 from .ops import (F32, FLOAT64_OPS, HALF, HALF_OPS, NATURAL, REDUCTION_COMBINE, REDUCTION_FINAL, TRITON_OPS,
-                  accumulator_dtype, init_value, literal, triton_type)
+                  accumulator_dtype, full, init_value, literal, triton_type)
 
 MAX_NAME_LEN = 56
 # Rows up to this long are reduced in one block (persistent reduction).
@@ -219,6 +219,8 @@ class ValueWriter(LineWriter):
             else:  # a fixed element (a broadcast scalar): in bounds, no mask; loaded as a
                 # block all the same, so every value has the block's shape
                 expr = f"tl.load({self.pointer(v.buffer)} + {offset} + {self.zero_block})"
+        elif isinstance(v, L.Cast) and isinstance(v.value, L.Constant):  # typed, as NumPy casts it
+            expr = full("[]", np.asarray(v.value.value, v.value.dtype).astype(v.dtype).item(), v.dtype)
         elif isinstance(v, L.Cast):
             expr = self.cast(self.compute(v.value), v.value.dtype, v.dtype)
         elif v.name in MASKED_OPS:
@@ -236,8 +238,7 @@ class ValueWriter(LineWriter):
         if all(isinstance(a, L.Constant) for a in v.args):
             # Only constants (np.sin(2)): Triton would compute on Python numbers in
             # float32 and int32; the loop's dtype is NumPy's (float64 here).
-            operands = [f"tl.full([], {text}, {triton_type(np.dtype(np.float32) if a.dtype == HALF else a.dtype)})"
-                        for text, a in zip(operands, v.args)]
+            operands = [full("[]", a.value, np.dtype(np.float32) if a.dtype == HALF else a.dtype) for a in v.args]
         if v.name in ("maximum", "minimum") and loop_dtype.kind == "f" and isinstance(v.args[0], L.Constant):
             # The NaN test of a constant is decided here (Triton cannot compare two constexprs).
             if math.isnan(v.args[0].value):
@@ -262,8 +263,8 @@ class ValueWriter(LineWriter):
         check so that a border lane never reads memory."""
         guard, value, fill, bounds = masked_parts(v)
         checks = [f"(({render_index(e)}) {cmp} {size_text(n)})" for e, cmp, n in border_checks(guard, bounds)]
-        if not checks:
-            return self.value(value)
+        if not checks:  # the whole value (x[...] = c): a constant typed, as a store types it
+            return full("[]", value.value, value.dtype) if isinstance(value, L.Constant) else self.value(value)
         inside = self.tmp("inside")
         self.line(f"{inside} = {' & '.join(checks)}")
         outer_mask, outer_memo, outer_forwarded = self.mask, dict(self.memo), dict(self.forwarded)
@@ -320,7 +321,7 @@ class ValueWriter(LineWriter):
         if isinstance(value, str):
             text = value
         elif isinstance(value, L.Constant):
-            text = f"tl.full({shape}, {literal(value.value, value.dtype)}, {triton_type(value.dtype)})"
+            text = full(shape, value.value, value.dtype)
         else:
             text = self.value(value)
             if not self.varies(value):

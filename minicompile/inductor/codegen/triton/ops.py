@@ -240,3 +240,16 @@ def literal(value: object, dtype: np.dtype) -> str:
             return "-INF" if v < 0 else "INF"
         return repr(v)
     return repr(int(value))
+
+
+def full(shape: str, value: object, dtype: np.dtype) -> str:
+    """``tl.full(shape, value, dtype)``: a block (``shape`` ``[]``: a scalar) of one
+    constant, typed, so Triton never computes with it as a Python float (float32)
+    or int (int32).  A negative zero is built from its bits: Triton versions that
+    make any zero ``tl.full`` from a null value would lose its sign."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and value == 0 and math.copysign(1.0, float(value)) < 0:
+        bits = 8 * dtype.itemsize
+        return f"tl.full({shape}, {-2 ** (bits - 1)}, tl.int{bits}).to({triton_type(dtype)}, bitcast=True)"
+    return f"tl.full({shape}, {literal(value, dtype)}, {triton_type(dtype)})"
+

@@ -37,7 +37,7 @@ from ... import loop_ir as L
 from ...lowering import _index_read, _position, broadcast_index
 from ...scheduler import Buffer, Kernel, Schedule, Store
 from . import kernel as tg
-from .ops import literal, triton_type
+from .ops import full
 
 ATOMIC_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64))
 SIGNS = {"add_at": 1, "subtract_at": -1}
@@ -144,8 +144,7 @@ def scatter_kernel(t: ScatterTemplate, name: str, buffers: dict[str, Buffer]) ->
         value = w.value(L.Load(t.value.name, broadcast_index(t.value.shape, t.domain, x), t.dtype))
         value = f"tl.broadcast_to({value}, [XBLOCK])"
     else:
-        value = f"tl.full([XBLOCK], {literal(np.asarray(t.value).astype(t.dtype).item(), t.dtype)}, " \
-                f"{triton_type(t.dtype)})"
+        value = full("[XBLOCK]", np.asarray(t.value).astype(t.dtype).item(), t.dtype)
     if t.sign < 0:
         value = f"-{value}" if t.dtype.kind == "f" else f"(0 - {value})"
     flat = L.linearize(dest, buffers[t.name].strides)
