@@ -14,7 +14,8 @@ compiling, and editing a header compiles again.  Each ``<key>.so`` sits next to
 rebuilt, never loaded.  Writes are atomic: compile to a file unique to this
 process and thread in the same directory, then ``os.replace`` it into place,
 so processes compiling the same source at once each finish with a complete
-library.  Within a process a dict remembers what is loaded.  A cache
+library.  Within a process a dict remembers what is loaded.  The headers a
+unit includes are read precompiled (precompiled_headers.py).  A cache
 directory that cannot be written (read-only, not a directory, no space) is
 not fatal: the process compiles into a private temporary directory instead,
 with one warning saying which directory failed and why, and removes that
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from .. import config, logs
 from ..warn import warn
+from .precompiled_headers import discard_prelude, prelude_flags
 
 
 class CompilerNotFound(RuntimeError):
@@ -210,10 +212,16 @@ def _compile(cxx: str, flags: list[str], source: str, lib_path: Path, sum_path: 
     src_tmp = lib_path.with_name(f"{lib_path.stem}.{unique}.cpp")
     lib_tmp = lib_path.with_name(f"{lib_path.stem}.{unique}.so")
     src_tmp.write_text(source)
-    cmd = [cxx, *flags, str(src_tmp), "-o", str(lib_tmp)]
+    fingerprint = f"{headers_digest(source)}\0{_host()}"
+    prelude = prelude_flags(source, cxx, flags, lib_path.parent, compiler_version(cxx), fingerprint)
+    cmd = [cxx, *flags, *prelude, str(src_tmp), "-o", str(lib_tmp)]
     logs.log("output_code", lambda: "compile command: " + " ".join(cmd))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 and prelude:  # a damaged .gch: without it, and rebuilt next time
+            discard_prelude(prelude)
+            cmd = [cxx, *flags, str(src_tmp), "-o", str(lib_tmp)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"{cxx} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
         # Load our own build before publishing it: whatever another process

@@ -237,3 +237,51 @@ def test_editing_an_included_header_compiles_again(fresh_cache, tmp_path):
         lib, path, _ = codecache.load(source)
         answers.append((lib.answer(), path.name))
     assert [a for a, _ in answers] == [41, 42] and answers[0][1] != answers[1][1]
+
+
+def preludes(cache: Path) -> list[Path]:
+    return sorted(cache.glob("pch/*/prelude.h.gch"))
+
+
+def test_units_read_their_headers_precompiled(fresh_cache):
+    """The first unit builds the precompiled header of its includes; a second unit
+    with the same includes uses it as it is, and means what it meant without it."""
+    compile_graph(small_graph(2.0), [X])
+    (gch,) = preludes(fresh_cache)
+    stamp = gch.stat().st_mtime_ns
+    g = small_graph(3.0)
+    np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0], atol=1e-12)
+    assert preludes(fresh_cache) == [gch] and gch.stat().st_mtime_ns == stamp
+    units = list(fresh_cache.glob("*.cpp"))
+    assert len(units) == 2 and all((gch.parent / "prelude.h").read_text() in u.read_text() for u in units)
+
+
+def test_a_damaged_precompiled_header_is_compiled_without_and_removed(fresh_cache):
+    compile_graph(small_graph(2.0), [X])
+    (gch,) = preludes(fresh_cache)
+    replace_file(gch, gch.read_bytes()[:100_000])  # a .gch cut short: GCC stops on it
+    g = small_graph(5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to NumPy
+        np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0], atol=1e-12)
+    assert preludes(fresh_cache) == []
+
+
+def test_a_prelude_that_does_not_build_leaves_plain_compiles(fresh_cache, monkeypatch):
+    from minicompile.inductor import precompiled_headers
+
+    def broken(*args):
+        raise RuntimeError("no room for it")
+
+    monkeypatch.setattr(precompiled_headers, "_build", broken)
+    monkeypatch.setattr(precompiled_headers, "_failed", set())
+    g = small_graph(7.0)
+    np.testing.assert_allclose(compile_graph(g, [X])(X)[0], g(X)[0], atol=1e-12)
+    assert preludes(fresh_cache) == []
+
+
+def test_headers_without_include_guards_are_not_precompiled(fresh_cache, tmp_path):
+    header = tmp_path / "unguarded.h"
+    header.write_text("static int twice() { return 2; }\n")
+    lib, _, _ = codecache.load(f'#include "{header}"\nextern "C" int answer() {{ return twice(); }}\n')
+    assert lib.answer() == 2 and not (fresh_cache / "pch").exists()
