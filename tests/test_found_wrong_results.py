@@ -261,6 +261,11 @@ def power_by_a_constant_negative_exponent(a, b):
     v0 = a ** -1
 
 
+def power_of_an_empty_base(a, b):
+    v = a[:0] ** b  # no element is computed: NumPy raises nothing
+    return v
+
+
 def element_takes_a_sequence(a, b):
     v4 = b * 2
     v4[0] += a[:1]  # one element takes no array, not even one of size 1
@@ -283,6 +288,12 @@ def test_errors_numpy_raises_are_raised_even_if_nothing_reads_the_value(backend,
     np.testing.assert_array_equal(args[0], make()[0])
 
 
+def test_an_empty_power_raises_nothing(backend):
+    a, b = np.array([1, -5, -3]), np.array(-2)
+    got = mc.compile(power_of_an_empty_base, backend=backend)(a, b)
+    assert got.shape == (0,) and got.dtype == power_of_an_empty_base(a, b).dtype
+
+
 def sine_of_a_filled_array(x):
     x[...] = 1.5
     return np.sin(x), x * 0 - 0.0
@@ -301,3 +312,20 @@ def test_constants_keep_their_dtype_and_sign(backend):
             assert g.tobytes() == e.tobytes(), (value, g, e)
     got = mc.compile(sine_of_a_filled_array, backend=backend)(np.ones(3))
     assert [g.tobytes() for g in got] == [e.tobytes() for e in sine_of_a_filled_array(np.ones(3))]
+
+
+def add_rows_at(out, idx, b):
+    np.add.at(out, idx, b)
+    return out
+
+
+def test_add_at_with_a_2d_index_and_a_shorter_b_adds_every_update(backend):
+    """NumPy 2.4's own ``np.add.at(out, idx2d, b1d)`` reads past ``b`` (garbage in
+    ``out``); every backend adds the documented updates, ``b`` broadcast to the
+    index array's shape, as an explicit loop does."""
+    idx, b = np.array([[0, 2, 2], [1, 0, 2]]), np.array([1, 10, 100])
+    expected = np.zeros(3, np.int64)
+    for i, v in zip(idx.ravel(), np.broadcast_to(b, idx.shape).ravel()):
+        expected[i] += v
+    got = mc.compile(add_rows_at, backend=backend)(np.zeros(3, np.int64), idx, b)
+    np.testing.assert_array_equal(got, expected)

@@ -341,6 +341,9 @@ class OutputGraph:
                 node.args[1].meta.dtype if isinstance(node.args[1], ir.Node) else None, node.meta.dtype)
         if isinstance(exponent, ArrayVariable) and loop[1] is not None and negative_integer_powers(loop):
             bad = self.call("less", {"x1": exponent, "x2": 0})
+            if isinstance(args["x1"], ArrayVariable):  # over the broadcast: nothing raises for an empty base
+                everywhere = self.call("equal", {"x1": args["x1"], "x2": args["x1"]})  # integers: all True
+                bad = self.call("logical_and", {"x1": bad, "x2": everywhere})
             self.call("check", {"a": exponent, "bad": bad, "error": "ValueError",
                                 "message": "Integers to negative integer powers are not allowed."})
 

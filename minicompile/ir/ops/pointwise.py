@@ -225,6 +225,20 @@ def _rows_at(ufunc: np.ufunc, out: np.ndarray, indices: Any, b: Any) -> bool:
     return True
 
 
+def _updates(xp: Any, out: Any, indices: Any, b: Any) -> Any:
+    """``b`` broadcast to the shape of ``out[indices]`` (a view, nothing copied).
+    NumPy 2.4's ``ufunc.at`` reads past the end of a ``b`` with fewer dimensions
+    than a multi-dimensional index array (``np.add.at(a, idx2d, b1d)`` adds
+    whatever lies after ``b``); given every update, it adds the documented ones."""
+    if xp is not np or np.ndim(b) == 0:
+        return b
+    target = np.broadcast_to(np.empty((), np.int8), out.shape)[indices].shape  # a ghost's, to read the shape
+    try:
+        return np.broadcast_to(b, target)
+    except ValueError:
+        return b  # NumPy's own error, from ufunc.at itself
+
+
 def _ufunc_at(ufunc: np.ufunc) -> OpDef:
     """``np.add.at(a, indices, b)`` as a function: a copy of ``a`` with the update applied."""
 
@@ -237,7 +251,7 @@ def _ufunc_at(ufunc: np.ufunc) -> OpDef:
         if ufunc.nin == 1:
             xp_ufunc.at(out, indices)
         elif not _rows_at(ufunc, out, indices, b):
-            xp_ufunc.at(out, indices, b)
+            xp_ufunc.at(out, indices, _updates(xp, out, indices, b))
         return out
 
     impl.__name__ = f"{ufunc.__name__}_at"
