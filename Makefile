@@ -54,27 +54,21 @@ $(CAPTURES): capture-%:
 	$$venv/bin/python -m pytest -n $(TEST_WORKERS) -m capture tests || [ $$? -eq 5 ]
 
 # Random mutation / aliasing / graph-break programs at large counts: FUZZ_EXAMPLES on
-# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton (2-3 hours on 2 cores:
-# the two halves run side by side).  A new seed each run, printed first; `make fuzz
-# SEED=n` replays one.  A failure prints its program, its arguments and the blob that
-# replays it (@reproduce_failure).
+# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton, in chunks of their own
+# seeds (SEED, SEED+1, ...) on FUZZ_WORKERS cores (tests/fuzz.py; about 5 core-hours in
+# all).  A new SEED each run, printed first; `make fuzz SEED=n` replays it, and each
+# failing chunk prints its log and the command that replays that chunk alone.
 FUZZ_EXAMPLES ?= 100000
 FUZZ_COMPILED_EXAMPLES ?= 40000
+FUZZ_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
-FUZZ_ENV = MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
-	MINICOMPILE_FUZZ_COMPILED_EXAMPLES=$(FUZZ_COMPILED_EXAMPLES)
-FUZZ_PYTEST = $(PYTHON) -m pytest -m fuzz -p no:cacheprovider --hypothesis-seed=$(SEED) \
-	tests/dynamo/test_mutation_programs.py
 fuzz: $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[dev,triton]'
-	@mkdir -p build
 	@echo "fuzz seed $(SEED) (make fuzz SEED=$(SEED) replays this run)"
-	@$(FUZZ_ENV) $(FUZZ_PYTEST) -k "eager" > build/fuzz-eager.log 2>&1 & eager=$$!; \
-	$(FUZZ_ENV) $(FUZZ_PYTEST) -k "cpp or triton"; compiled=$$?; \
-	wait $$eager; status=$$?; echo "--- eager and aot_eager:"; cat build/fuzz-eager.log; \
-	exit $$(( status || compiled ))
+	$(PYTHON) tests/fuzz.py --seed $(SEED) --examples $(FUZZ_EXAMPLES) \
+	  --compiled-examples $(FUZZ_COMPILED_EXAMPLES) --workers $(FUZZ_WORKERS)
 
 # torch (CPU) is only for comparison; minicompile never imports it.  A local
 # wheel makes this quick; without one the suite compares against NumPy only.

@@ -1,0 +1,100 @@
+"""``make fuzz``: the random mutation programs at large counts, on every core.
+
+In:  ``--seed S``, the programs per backend (``--examples`` for eager and
+     aot_eager, ``--compiled-examples`` for cpp and triton), ``--workers W``
+     (default: the machine's cores) and ``--chunk``/``--compiled-chunk``.
+Out: each backend's count split into chunks, each chunk one
+     ``pytest -m fuzz -k test_mutation_programs_<backend>`` process with a seed of
+     its own (``S`` + its number), W of them at a time; then the programs that
+     passed per backend, and for each failing chunk its log (``build/fuzz/``)
+     and the command that replays it.  Exit status 1 if any chunk failed.
+
+Hypothesis runs one test in one process, so a single run of 100,000 programs
+uses one core; chunks with their own seeds use them all, and together draw as
+many programs (different ones: each seed starts its own search).  A chunk
+replays exactly with its seed and count, on the same code.
+
+    python tests/fuzz.py --seed 1 --examples 100000 --compiled-examples 40000
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = {"eager": "examples", "aot_eager": "examples", "cpp": "compiled_examples", "triton": "compiled_examples"}
+PASSING = re.compile(r"during generate phase.*?(\d+) passing", re.S)
+
+
+def command(backend: str, seed: int, count: int) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "MINICOMPILE_FUZZ": "1", "MINICOMPILE_FUZZ_EXAMPLES": str(count),
+           "MINICOMPILE_FUZZ_COMPILED_EXAMPLES": str(count), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-m", "fuzz", "-p", "no:cacheprovider", "-x",
+           f"--hypothesis-seed={seed}", "--hypothesis-show-statistics",
+           "-k", f"test_mutation_programs_{backend}", "tests/dynamo/test_mutation_programs.py"]
+    return cmd, env
+
+
+def run_chunk(backend: str, seed: int, count: int, logs: Path) -> tuple[str, int, int, int, bool]:
+    """One chunk: (backend, seed, count, programs that passed, failed?)."""
+    cmd, env = command(backend, seed, count)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    text = proc.stdout + proc.stderr
+    passed = PASSING.search(text)
+    failed = proc.returncode not in (0, 5)  # 5: nothing collected (a backend not installed)
+    if failed:
+        (logs / f"{backend}-{seed}.log").write_text(text)
+    return backend, seed, count, int(passed.group(1)) if passed else 0, failed
+
+
+def chunks(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+    """(backend, seed, count) for every chunk, seeds counted up from ``args.seed``."""
+    out, seed = [], args.seed
+    for backend, kind in BACKENDS.items():
+        total = getattr(args, kind)
+        size = args.chunk if kind == "examples" else args.compiled_chunk
+        while total > 0:
+            out.append((backend, seed, min(size, total)))
+            total -= size
+            seed += 1
+    # The slow compiled chunks first, so the fast ones fill the gaps at the end.
+    return sorted(out, key=lambda c: BACKENDS[c[0]] != "compiled_examples")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--examples", type=int, default=100_000)
+    parser.add_argument("--compiled-examples", type=int, default=40_000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--chunk", type=int, default=5_000)
+    parser.add_argument("--compiled-chunk", type=int, default=500)
+    args = parser.parse_args()
+    logs = ROOT / "build" / "fuzz"
+    logs.mkdir(parents=True, exist_ok=True)
+    work = chunks(args)
+    print(f"fuzz: {len(work)} chunks on {args.workers} workers, seeds {args.seed}..{max(s for _, s, _ in work)}",
+          flush=True)
+    start, totals, failures = time.time(), dict.fromkeys(BACKENDS, 0), []
+    with ThreadPoolExecutor(args.workers) as pool:
+        for backend, seed, count, passed, failed in pool.map(lambda c: run_chunk(*c, logs), work):
+            totals[backend] += passed
+            if failed:
+                failures.append((backend, seed, count))
+                print(f"FAILED {backend} seed {seed}: see {logs / f'{backend}-{seed}.log'}", flush=True)
+    print(f"fuzz: programs passed {totals} in {time.time() - start:.0f} s")
+    for backend, seed, count in failures:
+        cmd, _ = command(backend, seed, count)
+        print(f"replay: MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES={count} "
+              f"MINICOMPILE_FUZZ_COMPILED_EXAMPLES={count} {' '.join(cmd[1:])}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""``make fuzz``'s runner (tests/fuzz.py): counts split into seeded chunks, chunks run and counted."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fuzz  # noqa: E402
+
+
+def test_counts_are_split_into_chunks_with_seeds_of_their_own():
+    args = argparse.Namespace(seed=10, examples=12_000, compiled_examples=900, chunk=5_000, compiled_chunk=500)
+    work = fuzz.chunks(args)
+    by_backend = {b: [n for c, _, n in work if c == b] for b in fuzz.BACKENDS}
+    assert by_backend == {"eager": [5000, 5000, 2000], "aot_eager": [5000, 5000, 2000],
+                          "cpp": [500, 400], "triton": [500, 400]}
+    seeds = [s for _, s, _ in work]
+    assert sorted(seeds) == list(range(10, 10 + len(work)))
+    assert [fuzz.BACKENDS[b] for b, _, _ in work][:4] == ["compiled_examples"] * 4  # slow chunks first
+
+
+def test_a_chunk_runs_its_programs_and_counts_them(tmp_path):
+    backend, seed, count, passed, failed = fuzz.run_chunk("eager", 3, 4, tmp_path)
+    assert (backend, seed, count, passed, failed) == ("eager", 3, 4, 4, False)
+    assert not list(tmp_path.iterdir())  # a log only for a failing chunk
