@@ -2,12 +2,15 @@
 
 In:  ``--seed S``, the programs per backend (``--examples`` for eager and
      aot_eager, ``--compiled-examples`` for cpp and triton), ``--workers W``
-     (default: the machine's cores) and ``--chunk``/``--compiled-chunk``.
+     (default: the machine's cores), ``--chunk``/``--compiled-chunk``, and
+     optionally ``--backends`` (a comma-separated subset) and ``--time-limit T``
+     (no chunk starts after T seconds: for a machine lent for a fixed time).
 Out: each backend's count split into chunks, each chunk one
      ``pytest -m fuzz -k test_mutation_programs_<backend>`` process with a seed of
-     its own (``S`` + its number), W of them at a time; then the programs that
-     passed per backend, and for each failing chunk its log (``build/fuzz/``)
-     and the command that replays it.  Exit status 1 if any chunk failed.
+     its own (``S`` + its number), W of them at a time; a line per chunk as it
+     ends, then the programs that passed per backend, the chunks skipped by the
+     time limit, and for each failing chunk its log (``build/fuzz/``) and the
+     command that replays it.  Exit status 1 if any chunk failed.
 
 Hypothesis runs one test in one process, so a single run of 100,000 programs
 uses one core; chunks with their own seeds use them all, and together draw as
@@ -24,7 +27,7 @@ import re
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,8 +44,12 @@ def command(backend: str, seed: int, count: int) -> tuple[list[str], dict[str, s
     return cmd, env
 
 
-def run_chunk(backend: str, seed: int, count: int, logs: Path) -> tuple[str, int, int, int, bool]:
-    """One chunk: (backend, seed, count, programs that passed, failed?)."""
+def run_chunk(backend: str, seed: int, count: int, logs: Path,
+              deadline: float = float("inf")) -> tuple[str, int, int, int, bool] | None:
+    """One chunk: (backend, seed, count, programs that passed, failed?), or None when
+    it would start after ``deadline`` (a ``time.time()``)."""
+    if time.time() > deadline:
+        return None
     cmd, env = command(backend, seed, count)
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     text = proc.stdout + proc.stderr
@@ -56,8 +63,9 @@ def run_chunk(backend: str, seed: int, count: int, logs: Path) -> tuple[str, int
 def chunks(args: argparse.Namespace) -> list[tuple[str, int, int]]:
     """(backend, seed, count) for every chunk, seeds counted up from ``args.seed``."""
     out, seed = [], args.seed
+    wanted = getattr(args, "backends", None) or list(BACKENDS)
     for backend, kind in BACKENDS.items():
-        total = getattr(args, kind)
+        total = getattr(args, kind) if backend in wanted else 0
         size = args.chunk if kind == "examples" else args.compiled_chunk
         while total > 0:
             out.append((backend, seed, min(size, total)))
@@ -75,20 +83,31 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--chunk", type=int, default=5_000)
     parser.add_argument("--compiled-chunk", type=int, default=500)
+    parser.add_argument("--backends", type=lambda s: s.split(","), default=list(BACKENDS))
+    parser.add_argument("--time-limit", type=float, default=float("inf"))
     args = parser.parse_args()
+    if unknown := set(args.backends) - set(BACKENDS):
+        parser.error(f"unknown backends {sorted(unknown)}: choose from {', '.join(BACKENDS)}")
     logs = ROOT / "build" / "fuzz"
     logs.mkdir(parents=True, exist_ok=True)
     work = chunks(args)
     print(f"fuzz: {len(work)} chunks on {args.workers} workers, seeds {args.seed}..{max(s for _, s, _ in work)}",
           flush=True)
-    start, totals, failures = time.time(), dict.fromkeys(BACKENDS, 0), []
+    start, totals, failures, skipped = time.time(), dict.fromkeys(args.backends, 0), [], 0
     with ThreadPoolExecutor(args.workers) as pool:
-        for backend, seed, count, passed, failed in pool.map(lambda c: run_chunk(*c, logs), work):
+        for done in as_completed([pool.submit(run_chunk, *c, logs, start + args.time_limit) for c in work]):
+            if done.result() is None:
+                skipped += 1
+                continue
+            backend, seed, count, passed, failed = done.result()
             totals[backend] += passed
+            status = f"FAILED: see {logs / f'{backend}-{seed}.log'}" if failed else "ok"
+            print(f"{backend} seed {seed}: {passed} of {count} passed at {time.time() - start:.0f} s, {status}",
+                  flush=True)
             if failed:
                 failures.append((backend, seed, count))
-                print(f"FAILED {backend} seed {seed}: see {logs / f'{backend}-{seed}.log'}", flush=True)
-    print(f"fuzz: programs passed {totals} in {time.time() - start:.0f} s")
+    print(f"fuzz: programs passed {totals} in {time.time() - start:.0f} s"
+          + (f"; {skipped} chunks not started (time limit)" if skipped else ""))
     for backend, seed, count in failures:
         cmd, _ = command(backend, seed, count)
         print(f"replay: MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES={count} "

@@ -24,3 +24,10 @@ def test_a_chunk_runs_its_programs_and_counts_them(tmp_path):
     backend, seed, count, passed, failed = fuzz.run_chunk("eager", 3, 4, tmp_path)
     assert (backend, seed, count, passed, failed) == ("eager", 3, 4, 4, False)
     assert not list(tmp_path.iterdir())  # a log only for a failing chunk
+
+
+def test_backends_can_be_chosen_and_a_chunk_past_the_time_limit_does_not_start(tmp_path):
+    args = argparse.Namespace(seed=1, examples=10, compiled_examples=10, chunk=5, compiled_chunk=5,
+                              backends=["cpp"])
+    assert fuzz.chunks(args) == [("cpp", 1, 5), ("cpp", 2, 5)]
+    assert fuzz.run_chunk("eager", 3, 4, tmp_path, deadline=0.0) is None
