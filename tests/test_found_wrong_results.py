@@ -188,6 +188,31 @@ def test_a_reshape_that_numpy_made_a_view_stays_one_across_a_break(backend, caps
             assert np.shares_memory(got[1], got[2]) is np.shares_memory(want[1], want[2]) is True
 
 
+def reshape_of_a_fortran_result_after_a_break(a, b):
+    v0 = b * 2  # b is Fortran-ordered, so is v0 (NumPy's order="K")
+    print("between two graphs")
+    v1 = v0.reshape(-1)  # a copy in NumPy: v0 is not C-contiguous
+    v1 += 1.5
+    b += v0
+    return a, v0
+
+
+def test_a_result_keeps_numpys_layout_across_a_break(backend, capsys):
+    """Found by fuzzing the C++ and Triton backends: a compiled kernel handed back
+    ``b * 2`` C-contiguous where NumPy's is Fortran-ordered, so after the graph
+    break ``v0.reshape(-1)`` was a view, ``v1 += 1.5`` changed ``v0``, and ``b``
+    came out 1.5 too large.  Results now come back in NumPy's layout."""
+    def args():
+        return np.arange(3.0), np.asfortranarray(np.arange(9.0).reshape(3, 3) - 4)[:-1]
+    got_args, want_args = args(), args()
+    got, want = mc.compile(reshape_of_a_fortran_result_after_a_break, backend=backend)(*got_args), \
+        reshape_of_a_fortran_result_after_a_break(*want_args)
+    for g, w in zip(got_args + got, want_args + want):
+        np.testing.assert_array_equal(g, w)
+        assert (g.flags.c_contiguous, g.flags.f_contiguous) == (w.flags.c_contiguous, w.flags.f_contiguous)
+    assert got[1].strides == want[1].strides and got[1].base is None
+
+
 def write_nan_into_a_dead_copy(a, c):
     v0 = a * 2
     v0[1:] = c.sum() * 0 + np.nan  # nothing reads v0: NumPy raises all the same
@@ -312,6 +337,19 @@ def test_constants_keep_their_dtype_and_sign(backend):
             assert g.tobytes() == e.tobytes(), (value, g, e)
     got = mc.compile(sine_of_a_filled_array, backend=backend)(np.ones(3))
     assert [g.tobytes() for g in got] == [e.tobytes() for e in sine_of_a_filled_array(np.ones(3))]
+    for fn in (negative_zero_into_a_slice, times_negative_zero):
+        got, want = np.array([2.25, 0.75, 0.0]), np.array([2.25, 0.75, 0.0])
+        mc.compile(fn, backend=backend)(got), fn(want)
+        assert got.tobytes() == want.tobytes(), (fn.__name__, got, want)
+
+
+def negative_zero_into_a_slice(a):  # a select of a bare -0.0 in the kernel
+    a[1:][1:] = -0.0
+
+
+def times_negative_zero(a):
+    np.multiply(a, -0.0, out=(a,))
+    a[1:] += 1.5
 
 
 def add_rows_at(out, idx, b):

@@ -47,6 +47,7 @@ Out: array variables that know their storage and view chain; write-backs
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -192,12 +193,86 @@ def is_c_ordered(layout: Layout, shape: tuple) -> bool:
     return all(a > b for a, b in zip(moving, moving[1:]))
 
 
-def is_c_contiguous(layout: Layout, shape: tuple, dtype: np.dtype) -> bool:
-    if layout == "C":
-        return True
-    if layout is None or not _static(shape):
-        return False
-    return _ghost(shape, layout, dtype).flags.c_contiguous
+# Op kinds whose result's axis order follows only the order of the operands' strides,
+# not their sizes: their layout is found on operands of at most two elements per axis.
+# Other kinds run at full size, up to this many elements per operand.
+ORDER_ONLY_KINDS = frozenset({"pointwise", "reduction", "scan"})
+LAYOUT_PROBE_ELEMENTS = 1 << 16
+
+
+def numpy_layout(node: ir.Node, arrays: list["ArrayVariable"]) -> Layout:
+    """The strides of the new array NumPy allocates for ``node`` (``order="K"``
+    follows the operands' axis order: ``a * 2`` of a Fortran-ordered ``a`` is
+    Fortran-ordered), found by running the op's reference implementation on
+    stand-in operands laid out as the real ones are.  None (unknown) for symbolic
+    sizes, an operand of unknown layout, or a large operand of an op whose layout
+    may depend on sizes.  A backend's buffers are C-contiguous; a graph output
+    is laid out as this says before the caller sees it (``storage_array``)."""
+    layouts = {}
+    for a in arrays:
+        shape = a.node.meta.shape
+        if a.scalar:
+            continue
+        if not _static(shape) or a.layout is None:
+            return None
+        layouts[a.node] = c_strides(shape, a.node.meta.dtype.itemsize) if a.layout == "C" else a.layout
+    if not _static(node.meta.shape):
+        return None
+    small = node.op.kind in ORDER_ONLY_KINDS
+
+    def stand_in(arg: Any) -> Any:
+        if isinstance(arg, ir.Node):
+            shape = tuple(min(int(n), 2) if small else int(n) for n in arg.meta.shape)
+            strides = layouts.get(arg)
+            if strides is None and arg.meta.ndim:
+                raise LookupError(arg)  # an operand the variables do not show
+            return _laid_out(shape, strides or (), arg.meta.dtype)
+        if isinstance(arg, (tuple, list)):
+            return type(arg)(stand_in(v) for v in arg)
+        return arg
+
+    try:
+        if not small and any(n.meta.size > LAYOUT_PROBE_ELEMENTS for n in layouts):
+            return None
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = node.op.impl(*[stand_in(a) for a in node.args])
+    except Exception:  # noqa: BLE001 - the op refuses stand-ins: the layout stays unknown
+        return None
+    if not isinstance(out, np.ndarray) or out.ndim != node.meta.ndim or min(out.strides, default=0) < 0:
+        return None
+    order = sorted(range(out.ndim), key=lambda i: (-out.strides[i], i))  # outermost axis first
+    return dense_strides(tuple(int(n) for n in node.meta.shape), node.meta.dtype.itemsize, order)
+
+
+def dense_strides(shape: tuple, itemsize: int, order: list[int]) -> tuple:
+    """Strides of a dense array of ``shape`` whose axes lie in memory in ``order``
+    (outermost first)."""
+    strides, step = [0] * len(shape), itemsize
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(strides)
+
+
+def _laid_out(shape: tuple, strides: tuple, dtype: np.dtype) -> np.ndarray:
+    """A zero array of ``shape`` whose axes run in memory in the order and direction
+    of ``strides`` (a stride 0 broadcasts): NumPy's choices follow only those."""
+    moving = [i for i, (n, s) in enumerate(zip(shape, strides)) if s != 0]
+    order = sorted(moving, key=lambda i: (-abs(strides[i]), i))
+    dense = np.zeros([shape[i] for i in order], dtype)
+    array = dense.transpose(np.argsort(order)) if order else dense
+    array = array.reshape([shape[i] if strides[i] != 0 else 1 for i in range(len(shape))])
+    array = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in strides)]
+    return np.broadcast_to(array, shape) if len(moving) < len(shape) else array
+
+
+def numpy_strides(layout: Layout, shape: tuple, dtype: np.dtype) -> tuple | str | None:
+    """The strides NumPy's array of this layout has (``"C"`` for C-contiguous
+    with symbolic sizes), or None where the layout is unknown."""
+    if layout == "C" and _static(shape):
+        return c_strides(shape, dtype.itemsize)
+    return layout
 
 
 def array_address(value: Any) -> int:
@@ -235,13 +310,23 @@ def writeable(value: Any) -> bool:
     return getattr(value.flags, "writeable", True)
 
 
-def storage_array(value: Any, c_contiguous: bool) -> Any:
+def storage_array(value: Any, strides: tuple | str | None) -> Any:
     """A graph output as the array of its storage: a 0-d array where a backend handed
-    back a NumPy scalar (the storage can be written), C-contiguous where NumPy's
-    was (so a reshape of it is a view here too)."""
+    back a NumPy scalar (the storage can be written), and laid out as NumPy's array
+    was (``strides``, when known), so a later reshape is a view, or a copy, as in NumPy."""
     if isinstance(value, np.generic):
         return np.asarray(value)
-    return value if not c_contiguous or value.flags.c_contiguous else value.copy(order="C")
+    if strides == "C":
+        return value if value.flags.c_contiguous else value.copy(order="C")
+    if strides is None or all(s == t for n, s, t in zip(value.shape, value.strides, strides) if n > 1):
+        return value
+    order = sorted(range(value.ndim), key=lambda i: (-strides[i], i))
+    if isinstance(value, np.ndarray):
+        new = np.empty_like(_laid_out(value.shape, strides, value.dtype))  # base None, as NumPy's
+    else:
+        new = type(value)([value.shape[i] for i in order], value.dtype).transpose(np.argsort(order).tolist())
+    new[...] = value
+    return new
 
 
 def _is_tensor(value: Any) -> bool:
@@ -318,7 +403,7 @@ class Functionalizer:
         # no layout to pass on: it broadcasts.)
         known_c = all(a.storage is not None and is_c_ordered(a.layout, a.node.meta.shape)
                       for a in arrays if not (a.scalar and a.storage is None))
-        return self._fresh(node, False, _c_layout(node) if known_c else None)
+        return self._fresh(node, False, _c_layout(node) if known_c else numpy_layout(node, arrays))
 
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
         from .variables.arrays import ArrayVariable

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .. import ir
 from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
-from .functionalization import is_c_contiguous, storage_array
+from .functionalization import numpy_strides, storage_array
 from .output_graph import OutputGraph
 from .polyfills.base import python_result
 from .variables.arrays import ArrayVariable
@@ -120,9 +120,9 @@ class Reconstructor:
         else:
             base = self.storage_memo.get(id(storage))
             if base is None:
-                c_contiguous = is_c_contiguous(storage.layout, storage.node.meta.shape, storage.node.meta.dtype)
+                strides = numpy_strides(storage.layout, storage.node.meta.shape, storage.node.meta.dtype)
                 base = self.temporary(f"{self.named('___storage_array', storage_array)}"
-                                      f"({self.node_value(storage.node)}, {c_contiguous})")
+                                      f"({self.node_value(storage.node)}, {strides!r})")
                 self.storage_memo[id(storage)] = base
         for step in var.view:
             base = step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl), base, self.literal)

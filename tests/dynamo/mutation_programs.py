@@ -100,7 +100,10 @@ def run(fn: Callable, program: Program, variant: str) -> Outcome:
     return Outcome(result, error, out.getvalue(), args, originals)
 
 
-def assert_values(actual: np.ndarray, expected: np.ndarray, exact: bool, where: str) -> None:
+def assert_values(actual: np.ndarray, expected: np.ndarray, exact: "bool | np.dtype", where: str) -> None:
+    """Equal dtype, shape and values: bit for bit where ``exact`` is True, else to the
+    tolerance of the float dtype ``exact`` names (a float64 array may hold values a
+    float32 loop computed) or of the array's own dtype, whichever is looser."""
     assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype}, NumPy {expected.dtype}"
     assert actual.shape == expected.shape, f"{where}: shape {actual.shape}, NumPy {expected.shape}"
     if expected.dtype.kind != "f":
@@ -108,17 +111,17 @@ def assert_values(actual: np.ndarray, expected: np.ndarray, exact: bool, where: 
         return
     nan = np.isnan(expected)
     assert (np.isnan(actual) == nan).all(), f"{where}: NaN at other places\n{actual}\nNumPy:\n{expected}"
-    if exact:  # bit for bit, -0.0 included
+    if exact is True:  # bit for bit, -0.0 included
         a, e = np.ascontiguousarray(actual)[~nan], np.ascontiguousarray(expected)[~nan]
         assert a.tobytes() == e.tobytes(), f"{where}: values differ\ncompiled: {actual!r}\nNumPy:    {expected!r}"
     else:
-        rtol, atol = TOLERANCE[expected.dtype]
+        rtol, atol = max(TOLERANCE[expected.dtype], TOLERANCE.get(exact, (0.0, 0.0)))
         finite = np.abs(expected[np.isfinite(expected)])
         scale = max(1.0, float(finite.max())) if finite.size else 1.0
         np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale, equal_nan=True, err_msg=where)
 
 
-def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcome, exact: bool,
+def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcome, exact: "bool | np.dtype",
                       where: str) -> None:
     """Equal values, and the same relation to the arguments: the same original array,
     or sharing memory with the same originals."""
@@ -142,10 +145,15 @@ def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcom
         shares = [i for i, o in enumerate(want.originals) if np.shares_memory(expected, o)]
         got = [i for i, o in enumerate(outcome.originals) if np.shares_memory(actual, o)]
         assert got == shares, f"{where}: shares memory with arrays {got}, NumPy's with {shares}"
+        # The layout decides whether a later reshape or ravel is a view or a copy.
+        layout = lambda a: (a.flags.c_contiguous, a.flags.f_contiguous)  # noqa: E731
+        assert layout(actual) == layout(expected), \
+            f"{where}: (C, F)-contiguous {layout(actual)}, NumPy's {layout(expected)} (strides {actual.strides}, " \
+            f"NumPy's {expected.strides})"
         assert_values(actual, expected, exact, where)
     elif isinstance(expected, np.generic):
         assert_values(np.asarray(actual), np.asarray(expected), exact, where)
-    elif isinstance(expected, float) and not exact:
+    elif isinstance(expected, float) and exact is not True:
         assert abs(actual - expected) <= 1e-9 * max(1.0, abs(expected)) or actual != actual and expected != expected, \
             f"{where}: {actual!r}, NumPy {expected!r}"
     else:
@@ -161,7 +169,7 @@ def same_key(key: Any, expected: Any) -> bool:
     return type(key) is type(expected)
 
 
-def assert_same_outcome(outcome: Outcome, want: Outcome, exact: bool, call: str) -> None:
+def assert_same_outcome(outcome: Outcome, want: Outcome, exact: "bool | np.dtype", call: str) -> None:
     raised = lambda e: f"{type(e).__name__}({e})" if e is not None else "nothing"  # noqa: E731
     assert type(outcome.error) is type(want.error), \
         f"{call}: compiled raised {raised(outcome.error)}, NumPy {raised(want.error)}"
@@ -194,10 +202,16 @@ LAYOUT_DEPENDENT = ("**", "np.power", "np.sin", "np.cos", "np.tanh", "np.exp", "
 AVX512 = bool(getattr(np._core._multiarray_umath, "__cpu_features__", {}).get("AVX512_SKX"))
 
 
-def bit_exact(program: Program, backend: str) -> bool:
-    """Must ``backend`` match NumPy bit for bit on ``program``?"""
+def bit_exact(program: Program, backend: str) -> "bool | np.dtype":
+    """True where ``backend`` must match NumPy bit for bit on ``program``; else the
+    least precise float dtype the program may compute in (float64 arrays can hold
+    a float32 or float16 loop's results: ``np.sin(b, out=(a,))``, ``np.sin`` of bools)."""
     source = repr(program)
-    return backend in EXACT_BACKENDS and not (AVX512 and any(f in source for f in LAYOUT_DEPENDENT))
+    if backend in EXACT_BACKENDS and not (AVX512 and any(f in source for f in LAYOUT_DEPENDENT)):
+        return True
+    if "float16" in source or "np.bool" in source:
+        return np.dtype(np.float16)
+    return np.dtype(np.float32 if "float32" in source else np.float64)
 
 
 def check_program(program: Program, backend: str) -> None:

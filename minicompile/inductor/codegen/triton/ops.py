@@ -229,7 +229,11 @@ def unsupported(value: L.Value) -> str | None:
 
 
 def literal(value: object, dtype: np.dtype) -> str:
+    """A constant as Triton source: a Python literal, except a negative zero,
+    which is a typed block (see :func:`full`), as Triton may drop its sign."""
     dtype = np.dtype(dtype)
+    if _negative_zero(value, dtype):
+        return full("[]", value, dtype)
     if dtype.kind == "b":
         return "True" if value else "False"
     if dtype.kind == "f":
@@ -242,13 +246,17 @@ def literal(value: object, dtype: np.dtype) -> str:
     return repr(int(value))
 
 
+def _negative_zero(value: object, dtype: np.dtype) -> bool:
+    return dtype.kind == "f" and value == 0 and math.copysign(1.0, float(value)) < 0
+
+
 def full(shape: str, value: object, dtype: np.dtype) -> str:
     """``tl.full(shape, value, dtype)``: a block (``shape`` ``[]``: a scalar) of one
     constant, typed, so Triton never computes with it as a Python float (float32)
     or int (int32).  A negative zero is built from its bits: Triton versions that
     make any zero ``tl.full`` from a null value would lose its sign."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f" and value == 0 and math.copysign(1.0, float(value)) < 0:
+    if _negative_zero(value, dtype):
         bits = 8 * dtype.itemsize
         return f"tl.full({shape}, {-2 ** (bits - 1)}, tl.int{bits}).to({triton_type(dtype)}, bitcast=True)"
     return f"tl.full({shape}, {literal(value, dtype)}, {triton_type(dtype)})"
