@@ -343,6 +343,32 @@ def test_constants_keep_their_dtype_and_sign(backend):
         assert got.tobytes() == want.tobytes(), (fn.__name__, got, want)
 
 
+def negate_and_tanh(x):
+    return -x, np.tanh(x), -x.astype(np.float32), np.tanh(x.astype(np.float32))
+
+
+def test_negation_and_tanh_keep_the_sign_of_zero(backend):
+    """Found by fuzzing on Triton 3.6, which negates as ``0 - x``: ``-a`` of +0.0
+    was +0.0; Triton's tanh of -0.0 was +0.0 on every version."""
+    x = np.array([0.0, -0.0, 1e-3, -2.0, np.inf])
+    got, want = mc.compile(negate_and_tanh, backend=backend)(x), negate_and_tanh(x)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and (np.signbit(g) == np.signbit(w)).all(), (g, w)
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def twice_a_transposed(b):
+    return b.T * 2
+
+
+def test_a_returned_result_has_numpys_layout(backend):
+    """``b.T * 2`` is Fortran-ordered in NumPy; compiled it came back C-ordered."""
+    b = np.arange(6.0).reshape(2, 3)
+    got, want = mc.compile(twice_a_transposed, backend=backend)(b), twice_a_transposed(b)
+    np.testing.assert_array_equal(got, want)
+    assert got.strides == want.strides and got.base is None
+
+
 def negative_zero_into_a_slice(a):  # a select of a bare -0.0 in the kernel
     a[1:][1:] = -0.0
 

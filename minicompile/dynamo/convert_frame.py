@@ -33,6 +33,7 @@ from ..warn import warn
 from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable, RestartAnalysis
+from .functionalization import is_c_ordered, numpy_strides, storage_array
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .polyfills.base import python_result
 from .guards import GuardSet
@@ -245,6 +246,9 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
             outputs.append(node)
         if var.python is not None:
             return ("python", (var.python, outputs.index(node)))
+        strides = numpy_strides(var.layout, node.meta.shape, node.meta.dtype) if not var.scalar else None
+        if isinstance(strides, tuple) and not is_c_ordered(strides, node.meta.shape):
+            return ("laid_out", (outputs.index(node), strides))  # NumPy's is not C-contiguous
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         sizes = _size_expression(var.value, output)
@@ -290,6 +294,9 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         value = values[payload]
         # a backend may hand back a NumPy scalar for a 0-d result; eager had an array
         return np.asarray(value) if isinstance(value, np.generic) else value
+    if kind == "laid_out":  # a backend's buffer is C-contiguous: copied into NumPy's layout
+        index, strides = payload
+        return storage_array(values[index], strides)
     if kind == "scalar":
         # eager NumPy had a NumPy scalar here, not a 0-d array (a Tensor stays a Tensor)
         return values[payload][()]

@@ -52,7 +52,8 @@ TRITON_OPS: dict[str, dict[str, str]] = {
     "multiply": _by_kind(b="{0} & {1}", iuf="{0} * {1}"),
     "divide": _by_kind(f="tl.div_rn({0}, {1})"),  # '/' is approximate on the GPU
     "square": _by_kind(iuf="{0} * {0}"),
-    "negative": _by_kind(iuf="-{0}"),
+    # Triton may negate as 0 - x, which makes -(+0.0) +0.0: a float's sign bit is flipped.
+    "negative": _by_kind(iu="-{0}", f=f"({{0}}.to(tl.int32, bitcast=True) ^ {-2 ** 31}).to(tl.float32, bitcast=True)"),
     "positive": _by_kind(biuf="{0}"),
     "absolute": _by_kind(b="{0}", i="tl.where({0} < 0, -{0}, {0})", u="{0}", f="tl.abs({0})"),
     # np.maximum/np.minimum: a NaN on either side wins.
@@ -85,7 +86,8 @@ HALF_OPS: dict[str, str] = {  # NumPy's float16 loops keep the first operand on 
     "maximum": "tl.where(({0} >= {1}) | ({0} != {0}), {0}, {1})",
     "minimum": "tl.where(({0} <= {1}) | ({0} != {0}), {0}, {1})",
 }
-FLOAT64_OPS: dict[str, str] = {"divide": "{0} / {1}", "sqrt": "tl.sqrt({0})"}
+FLOAT64_OPS: dict[str, str] = {"divide": "{0} / {1}", "sqrt": "tl.sqrt({0})",
+                               "negative": f"({{0}}.to(tl.int64, bitcast=True) ^ {-2 ** 63}).to(tl.float64, bitcast=True)"}
 
 PRELUDE = '''\
 import triton
@@ -102,10 +104,10 @@ def _tanh(x):
     a = tl.abs(x)
     e = tl.exp(-2.0 * a)
     ratio = (1.0 - e) / (1.0 + e)
+    # The series is odd in x itself, so tanh(-0.0) is -0.0.
     a2 = a * a
-    series = a * (1.0 + a2 * (-0.3333333333333333 + a2 * (0.13333333333333333 - a2 * 0.05396825396825397)))
-    t = tl.where(a < 0.0078125, series, ratio)
-    return tl.where(x < 0, -t, tl.where(x != x, x, t))
+    series = x * (1.0 + a2 * (-0.3333333333333333 + a2 * (0.13333333333333333 - a2 * 0.05396825396825397)))
+    return tl.where(a < 0.0078125, series, tl.where(x < 0, 0.0 - ratio, tl.where(x != x, x, ratio)))
 
 
 # Combine functions of our own for tl.reduce: tl.sum/tl.max are @jit functions
