@@ -357,16 +357,30 @@ def test_negation_and_tanh_keep_the_sign_of_zero(backend):
         np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
-def twice_a_transposed(b):
-    return b.T * 2
+LAID_OUT_BY_NUMPY = {  # each result's layout is NumPy's own choice
+    "ufunc_of_a_transpose": lambda b: b.T * 2,  # Fortran-ordered
+    "copy_method_of_a_transpose": lambda b: np.where(b.T > 0, b.T.copy(), 1.5),  # C: copy() is order="C"
+    "astype_of_a_broadcast": lambda b: np.broadcast_to(b[0], (2, 3)).astype(np.float32) + 0,
+    "fancy_index_of_columns": lambda b: b[:, [0, 0]] * 1,  # strides (8, 16)
+}
 
 
-def test_a_returned_result_has_numpys_layout(backend):
-    """``b.T * 2`` is Fortran-ordered in NumPy; compiled it came back C-ordered."""
+def returned_twice(b):
+    v0 = b.T * 2
+    return v0, v0
+
+
+@pytest.mark.parametrize("name", sorted(LAID_OUT_BY_NUMPY))
+def test_a_returned_result_has_numpys_layout(backend, name):
+    """Found by fuzzing once results' contiguity was compared: each came back
+    C-contiguous from compiled kernels (the fancy index also from eager)."""
+    fn = LAID_OUT_BY_NUMPY[name]
     b = np.arange(6.0).reshape(2, 3)
-    got, want = mc.compile(twice_a_transposed, backend=backend)(b), twice_a_transposed(b)
+    got, want = mc.compile(fn, backend=backend)(b), fn(b)
     np.testing.assert_array_equal(got, want)
-    assert got.strides == want.strides and got.base is None
+    assert got.strides == want.strides
+    first, second = mc.compile(returned_twice, backend=backend)(b)
+    assert first is second and first.strides == returned_twice(b)[0].strides
 
 
 def negative_zero_into_a_slice(a):  # a select of a bare -0.0 in the kernel

@@ -33,7 +33,7 @@ from ..warn import warn
 from . import bytecode, user_code
 from .exc import BreakReason, GraphBreakError, Unsupported
 from .exc import GraphRaised, NotResumable, RestartAnalysis
-from .functionalization import is_c_ordered, numpy_strides, storage_array
+from .functionalization import numpy_strides, storage_array
 from .graph_break import BreakPlan, plan_epilogue, plan_graph_break
 from .polyfills.base import python_result
 from .guards import GuardSet
@@ -163,6 +163,7 @@ def _capture_once(fn: types.FunctionType, L: dict[str, Any],
                            break_plan=plan)
         outputs: list[ir.Node] = []
         spec = _output_spec(result, outputs, output, {"CLOSURE": fn.__closure__ or (), "B": frame_builtins(fn)})
+        spec = _with_layouts(spec, result, outputs)
         output.graph.output(outputs)
         _freeze_sizes(output)
         graph = passes.drop_inner_copies(output.graph)
@@ -246,9 +247,6 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
             outputs.append(node)
         if var.python is not None:
             return ("python", (var.python, outputs.index(node)))
-        strides = numpy_strides(var.layout, node.meta.shape, node.meta.dtype) if not var.scalar else None
-        if isinstance(strides, tuple) and not is_c_ordered(strides, node.meta.shape):
-            return ("laid_out", (outputs.index(node), strides))  # NumPy's is not C-contiguous
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         sizes = _size_expression(var.value, output)
@@ -274,6 +272,29 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
     raise Unsupported(f"returning {var.describe()} is not supported yet")
 
 
+def _with_layouts(spec: Any, result: VariableTracker, outputs: list[ir.Node]) -> Any:
+    """``spec``, told to lay each returned array out as NumPy's was (a backend's
+    buffer may have other strides; the layout decides whether a later reshape is a
+    view).  Arrays of unknown layout are returned as the backend made them."""
+    layouts = {}
+
+    def visit(var: Any) -> None:
+        if isinstance(var, ArrayVariable) and not var.scalar and var.python is None and var.node in outputs:
+            node = var.node
+            strides = numpy_strides(var.layout, node.meta.shape, node.meta.dtype)
+            if strides is not None:
+                layouts.setdefault(outputs.index(node), strides)
+        elif isinstance(var, (TupleVariable, ListVariable, NamedTupleVariable)):
+            for item in var.items:
+                visit(item)
+        elif isinstance(var, DictVariable):
+            for item in var.items.values():
+                visit(item)
+
+    visit(result)
+    return ("laid_out", (tuple(layouts.items()), spec)) if layouts else spec
+
+
 def _size_expression(value: Any, output: OutputGraph | None) -> str | None:
     """A symbolic size (or a tuple of sizes and ints, a shape) as a Python expression
     over the frame's arrays; None for anything else (specialized, with a guard)."""
@@ -294,9 +315,12 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         value = values[payload]
         # a backend may hand back a NumPy scalar for a 0-d result; eager had an array
         return np.asarray(value) if isinstance(value, np.generic) else value
-    if kind == "laid_out":  # a backend's buffer is C-contiguous: copied into NumPy's layout
-        index, strides = payload
-        return storage_array(values[index], strides)
+    if kind == "laid_out":  # a backend's buffer may be laid out otherwise: copied into NumPy's layout
+        layouts, inner = payload
+        values = list(values)
+        for index, strides in layouts:
+            values[index] = storage_array(values[index], strides)
+        return rebuild(inner, values, L, G)
     if kind == "scalar":
         # eager NumPy had a NumPy scalar here, not a 0-d array (a Tensor stays a Tensor)
         return values[payload][()]

@@ -245,6 +245,12 @@ def numpy_layout(node: ir.Node, arrays: list["ArrayVariable"]) -> Layout:
     return dense_strides(tuple(int(n) for n in node.meta.shape), node.meta.dtype.itemsize, order)
 
 
+def _broadcasts(var: "ArrayVariable") -> bool:
+    """Has the variable an axis of stride 0 and more than one element (a broadcast)?"""
+    layout = var.layout
+    return isinstance(layout, tuple) and any(s == 0 and n != 1 for n, s in zip(var.node.meta.shape, layout))
+
+
 def dense_strides(shape: tuple, itemsize: int, order: list[int]) -> tuple:
     """Strides of a dense array of ``shape`` whose axes lie in memory in ``order``
     (outermost first)."""
@@ -316,9 +322,11 @@ def storage_array(value: Any, strides: tuple | str | None) -> Any:
     was (``strides``, when known), so a later reshape is a view, or a copy, as in NumPy."""
     if isinstance(value, np.generic):
         return np.asarray(value)
+    if strides is None or value.strides == strides:
+        return value
     if strides == "C":
         return value if value.flags.c_contiguous else value.copy(order="C")
-    if strides is None or all(s == t for n, s, t in zip(value.shape, value.strides, strides) if n > 1):
+    if all(s == t for n, s, t in zip(value.shape, value.strides, strides) if n > 1):
         return value
     order = sorted(range(value.ndim), key=lambda i: (-strides[i], i))
     if isinstance(value, np.ndarray):
@@ -401,9 +409,16 @@ class Functionalizer:
         # C-contiguous when every operand's axes run in C order, gaps or not (a * 2 of
         # a[::2] is contiguous, so its reshape is a view).  (A NumPy scalar operand has
         # no layout to pass on: it broadcasts.)
-        known_c = all(a.storage is not None and is_c_ordered(a.layout, a.node.meta.shape)
-                      for a in arrays if not (a.scalar and a.storage is None))
-        return self._fresh(node, False, _c_layout(node) if known_c else numpy_layout(node, arrays))
+        operands = [a for a in arrays if not (a.scalar and a.storage is None)]
+        known_c = all(a.storage is not None and is_c_ordered(a.layout, a.node.meta.shape) for a in operands)
+        if not _static(node.meta.shape) or any(not _static(a.node.meta.shape) for a in operands):
+            return self._fresh(node, False, _c_layout(node) if known_c else None)
+        # Static sizes: C-ordered operands give a C-contiguous result, except through an
+        # index (NumPy's fancy indexing lays its result out its own way) or a broadcast
+        # axis (astype and copy put a stride-0 axis innermost): NumPy is asked then.
+        if known_c and node.op.kind != "index" and not any(_broadcasts(a) for a in operands):
+            return self._fresh(node, False, _c_layout(node))
+        return self._fresh(node, False, numpy_layout(node, arrays))
 
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
         from .variables.arrays import ArrayVariable

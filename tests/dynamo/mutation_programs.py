@@ -154,7 +154,8 @@ def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcom
     elif isinstance(expected, np.generic):
         assert_values(np.asarray(actual), np.asarray(expected), exact, where)
     elif isinstance(expected, float) and exact is not True:
-        assert abs(actual - expected) <= 1e-9 * max(1.0, abs(expected)) or actual != actual and expected != expected, \
+        rtol = max(1e-9, TOLERANCE.get(exact, (0.0,))[0])
+        assert abs(actual - expected) <= rtol * max(1.0, abs(expected)) or actual != actual and expected != expected, \
             f"{where}: {actual!r}, NumPy {expected!r}"
     else:
         assert actual == expected or (actual != actual and expected != expected), \
