@@ -119,6 +119,34 @@ print(names)
 assert {"transpose", "reshape", "flip", "setitem"} <= set(names)
 
 # %% [markdown]
+# ## New arrays keep NumPy's layout
+#
+# NumPy allocates a new array in its operands' memory order (`order="K"`):
+# `b * 2` of a Fortran-ordered `b` is Fortran-ordered, so a later
+# `reshape(-1)` of it copies.  A compiled kernel writes a C-contiguous buffer,
+# so the trace works out NumPy's strides for every new array (running the op
+# on tiny stand-ins laid out as its operands), and an array that leaves the
+# graph, returned or alive across a graph break, is laid out that way first.
+# Without that, the reshape below would be a view after the break, and the
+# `+=` would change `b`.
+
+# %%
+def reshape_after_a_break(b):
+    v = b * 2
+    print("a graph break")
+    flat = v.reshape(-1)          # a copy: v is Fortran-ordered
+    flat += 100.0
+    b += v
+    return v
+
+
+fortran_mine, fortran_eager = (np.asfortranarray(np.arange(6.0).reshape(2, 3)) for _ in range(2))
+v_mine = mc.compile(reshape_after_a_break, backend="cpp")(fortran_mine)
+v_eager = reshape_after_a_break(fortran_eager)
+print(v_mine.strides, v_eager.strides)
+assert v_mine.strides == v_eager.strides and np.array_equal(fortran_mine, fortran_eager)
+
+# %% [markdown]
 # ## Arguments that share memory
 #
 # `f(a, a)` passes one array twice: the trace sees one variable (and guards
@@ -193,6 +221,7 @@ assert np.shares_memory(tail, ys)
 # | `write_backs`: `L['x'][...] = new` after the graph | `copy_` of mutated inputs in AOTAutograd's epilogue |
 # | alias groups, `as_strided` of `L['x'].base` | synthetic bases for aliased inputs |
 # | guards `L['y'].base is L['x'].base`, `not ___may_share(...)` | Dynamo's aliasing guards |
+# | `numpy_layout`, outputs laid out by `storage_array` | fake tensors' strides, Inductor's `keep_output_stride` |
 
 # %% [markdown]
 # ## Loops: the body once, as one loop node

@@ -55,6 +55,7 @@ import numpy as np
 
 from .. import ir
 from ..ir import indexing as ix
+from ..ir.ops.registry import array_module
 from ..ir.symbolic import is_symbolic
 from .exc import Unsupported
 from .source import Source
@@ -331,8 +332,9 @@ def storage_array(value: Any, strides: tuple | str | None) -> Any:
     order = sorted(range(value.ndim), key=lambda i: (-strides[i], i))
     if isinstance(value, np.ndarray):
         new = np.empty_like(_laid_out(value.shape, strides, value.dtype))  # base None, as NumPy's
-    else:
-        new = type(value)([value.shape[i] for i in order], value.dtype).transpose(np.argsort(order).tolist())
+    else:  # another array module's array (CuPy's)
+        xp = array_module(value)
+        new = xp.empty([value.shape[i] for i in order], value.dtype).transpose(tuple(np.argsort(order).tolist()))
     new[...] = value
     return new
 

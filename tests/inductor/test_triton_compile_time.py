@@ -77,11 +77,11 @@ def test_kernels_of_the_same_code_share_one_compile_across_graphs():
 
 
 def negate_around_a_sum(a, c, b):
-    return -a, c.sum(), -b  # the sum between keeps the two negations in kernels of their own
+    return a + a, c.sum(), b + b  # the sum between keeps the two additions in kernels of their own
 
 
 def test_the_same_code_on_other_dtypes_is_another_kernel():
-    """Triton types a kernel by its pointers: ``-a`` on int64 and on float32 is the
+    """Triton types a kernel by its pointers: ``a + a`` on int64 and on float32 is the
     same text but two binaries (launching the int64 binary on float32 data would
     be a wrong answer on the GPU; the interpreter specializes every call itself)."""
     ints, floats, ones = np.arange(5, dtype=np.int64), np.linspace(-1, 1, 5, dtype=np.float32), np.ones(3)
