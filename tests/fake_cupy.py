@@ -94,6 +94,19 @@ repeat reshape round sort squeeze std sum swapaxes take trace transpose var view
 HOST_COPIES: list[tuple[str, tuple]] = []  # (how, shape) of every copy to the host
 
 
+_BASES: dict[int, tuple[np.ndarray, "ndarray"]] = {}  # id of a NumPy base -> (it, its wrapper)
+
+
+def _base_of(data: np.ndarray) -> "ndarray | None":
+    base = data.base
+    if not isinstance(base, np.ndarray):
+        return None
+    kept = _BASES.get(id(base))
+    if kept is None or kept[0] is not base:
+        kept = _BASES[id(base)] = (base, ndarray(base))
+    return kept[1]
+
+
 def peek(a: "ndarray") -> np.ndarray:
     """The data, for a test's own assertions: not counted as a copy to the host."""
     return a._a
@@ -150,6 +163,9 @@ class ndarray:
         c_contiguous=self._a.flags.c_contiguous, f_contiguous=self._a.flags.f_contiguous,
         owndata=self._a.flags.owndata))
     T = property(lambda self: ndarray(self._a.T))
+    # The array a view was made from, None for an array that owns its memory; one
+    # wrapper per base, so ``x.base is y.base`` for views of one array, as on CuPy.
+    base = property(lambda self: _base_of(self._a))
     # The memory pointer: ``.ptr`` is the address of the first element (views included),
     # which capture reads to tell arrays that may share memory.
     data = property(lambda self: types.SimpleNamespace(ptr=self._a.__array_interface__["data"][0]))
@@ -161,7 +177,7 @@ class ndarray:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             _refuse_keywords(name, kwargs)  # a method takes its function's parameters (less the array)
-            return _wrap(method(*_unwrap(_refuse_host(args)), **_unwrap(kwargs)))
+            return _wrap(method(*_unwrap(_refuse_host(args)), **_unwrap(kwargs)), (self,))
         return call
 
     # -- copies to the host: explicit, or of one value ---------------------------------------
@@ -274,12 +290,17 @@ def _unwrap(value: Any) -> Any:
     return value
 
 
-def _wrap(value: Any) -> Any:
-    """NumPy results as device arrays; 0-d included (CuPy returns no NumPy scalars)."""
+def _wrap(value: Any, inputs: tuple = ()) -> Any:
+    """NumPy results as device arrays; 0-d included (CuPy returns no NumPy scalars).
+    A result that is an input's own data is that input (``squeeze`` with nothing to
+    squeeze returns its argument itself, in CuPy as in NumPy)."""
+    for given in inputs:
+        if isinstance(given, ndarray) and value is given._a:
+            return given
     if isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.dtype):
         return ndarray(np.asarray(value))
     if isinstance(value, (tuple, list)):
-        return type(value)(_wrap(v) for v in value)
+        return type(value)(_wrap(v, inputs) for v in value)
     return value
 
 
@@ -294,7 +315,7 @@ def _refuse_keywords(name: str, kwargs: dict, module: str = "numpy") -> None:
 def _call(func: Any, args: tuple, kwargs: dict) -> Any:
     _refuse_host(args)
     _refuse_host(kwargs)
-    return _wrap(func(*_unwrap(args), **_unwrap(kwargs)))
+    return _wrap(func(*_unwrap(args), **_unwrap(kwargs)), tuple(args) + tuple(kwargs.values()))
 
 
 # -- the module: ``import cupy`` finds this namespace ------------------------------------------

@@ -1,7 +1,8 @@
 """``make fuzz``: the random mutation programs at large counts, on every core.
 
 In:  ``--seed S``, the programs per backend (``--examples`` for eager and
-     aot_eager, ``--compiled-examples`` for cpp and triton), ``--workers W``
+     aot_eager, ``--compiled-examples`` for cpp, triton and the CuPy test double's
+     two), ``--workers W``
      (default: the machine's cores), ``--chunk``/``--compiled-chunk``, and
      optionally ``--backends`` (a comma-separated subset) and ``--time-limit T``
      (no chunk starts after T seconds: for a machine lent for a fixed time).
@@ -31,7 +32,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BACKENDS = {"eager": "examples", "aot_eager": "examples", "cpp": "compiled_examples", "triton": "compiled_examples"}
+# backend -> which count it runs; the cupy_double ones run the programs on CuPy's test
+# double's arrays (tests/fake_cupy.py) against CuPy eager.
+BACKENDS = {"eager": "examples", "aot_eager": "examples", "cpp": "compiled_examples", "triton": "compiled_examples",
+            "cupy_double_eager": "compiled_examples", "cupy_double_aot_eager": "compiled_examples"}
 PASSING = re.compile(r"during generate phase.*?(\d+) passing", re.S)
 
 

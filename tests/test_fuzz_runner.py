@@ -14,10 +14,11 @@ def test_counts_are_split_into_chunks_with_seeds_of_their_own():
     work = fuzz.chunks(args)
     by_backend = {b: [n for c, _, n in work if c == b] for b in fuzz.BACKENDS}
     assert by_backend == {"eager": [5000, 5000, 2000], "aot_eager": [5000, 5000, 2000],
-                          "cpp": [500, 400], "triton": [500, 400]}
+                          "cpp": [500, 400], "triton": [500, 400], "cupy_double_eager": [500, 400],
+                          "cupy_double_aot_eager": [500, 400]}
     seeds = [s for _, s, _ in work]
     assert sorted(seeds) == list(range(10, 10 + len(work)))
-    assert [fuzz.BACKENDS[b] for b, _, _ in work][:4] == ["compiled_examples"] * 4  # slow chunks first
+    assert [fuzz.BACKENDS[b] for b, _, _ in work][:8] == ["compiled_examples"] * 8  # slow chunks first
 
 
 def test_a_chunk_runs_its_programs_and_counts_them(tmp_path):

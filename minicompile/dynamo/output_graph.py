@@ -331,6 +331,13 @@ class OutputGraph:
             return var  # already a plain Python value
         raise Unsupported(f"{var.describe()} cannot be an argument of an array operation")
 
+    @property
+    def on_device(self) -> bool:
+        """Does the graph compute on CuPy arrays?  Their reductions give 0-d arrays,
+        never NumPy scalars, so NumPy's errors for scalars (a NaN stored into
+        an integer array) do not apply."""
+        return any(s.value is not None and is_cupy_array(s.value) for s in self.functional.inputs)
+
     def _check_integer_exponent(self, node: ir.Node, args: dict[str, Any]) -> None:
         """An integer ``x ** y`` with ``y`` computed in the graph: NumPy raises for a
         negative ``y``, so the graph checks ``y`` when it runs, even where nothing

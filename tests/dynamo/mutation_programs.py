@@ -86,18 +86,79 @@ def originals_of(args: tuple, bases: list[np.ndarray]) -> list[np.ndarray]:
     return found
 
 
-def run(fn: Callable, program: Program, variant: str) -> Outcome:
+def run(fn: Callable, program: Program, variant: str, device: "OnDevice | None" = None) -> Outcome:
+    """One call of ``fn`` on fresh arguments (on ``device``'s arrays, when given)."""
     args, bases = program.make_args(variant)
     originals = originals_of(args, bases)
+    call_args = device.wrap(args) if device is not None else args
     out = io.StringIO()
     result, error = None, None
     with np.errstate(all="ignore"), warnings.catch_warnings(), contextlib.redirect_stdout(out):
         warnings.simplefilter("ignore")
         try:
-            result = fn(*args)
+            result = fn(*call_args)
         except Exception as e:
             error = e
-    return Outcome(result, error, out.getvalue(), args, originals)
+    if device is not None:  # compared on the host: the data the device arrays stand for
+        result, call_args = device.unwrap(result), device.unwrap(call_args)
+    return Outcome(result, error, out.getvalue(), call_args, originals)
+
+
+class Host:
+    """A NumPy array where a program on device arrays handed back one (a kind of
+    result CuPy eager would not give): never equal in type to a device array's data."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def __repr__(self) -> str:
+        return f"Host({self.array!r})"
+
+
+class OnDevice:
+    """Runs a program on device arrays whose data are the host arrays ``make_args``
+    built (CuPy's test double, tests/fake_cupy.py, wraps a NumPy array without a
+    copy): every array, one wrapper each, so aliasing and identity carry over, in
+    containers of their own.  ``unwrap`` maps the call's values back: an argument's
+    wrapper to its NumPy array, any other device array to a new view of its data
+    (same memory, another object), a NumPy array to :class:`Host`."""
+
+    def __init__(self, double):
+        self.double = double
+        self.memo: dict[int, Any] = {}  # id of a host value -> its device twin
+        self.back: dict[int, Any] = {}  # id of a device twin -> the host value
+        self.keep: list[Any] = []  # keeps the ids above alive
+
+    def wrap(self, value: Any) -> Any:
+        if id(value) in self.memo:
+            return self.memo[id(value)]
+        if isinstance(value, np.ndarray):
+            twin = self.double.ndarray(value)
+        elif isinstance(value, (list, tuple)):
+            twin = type(value)(self.wrap(v) for v in value)
+        elif isinstance(value, dict):
+            twin = {k: self.wrap(v) for k, v in value.items()}
+        elif isinstance(value, Box):
+            twin = Box(**{k: self.wrap(v) for k, v in vars(value).items()})
+        else:
+            return value
+        self.memo[id(value)], self.back[id(twin)] = twin, value
+        self.keep += [value, twin]
+        return twin
+
+    def unwrap(self, value: Any) -> Any:
+        if isinstance(value, self.double.ndarray):
+            known = self.back.get(id(value))
+            return known if known is not None else self.double.peek(value)[...]
+        if isinstance(value, np.ndarray):
+            return Host(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.unwrap(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self.unwrap(v) for k, v in value.items()}
+        if isinstance(value, Box):
+            return Box(**{k: self.unwrap(v) for k, v in vars(value).items()})
+        return value
 
 
 def assert_values(actual: np.ndarray, expected: np.ndarray, exact: "bool | np.dtype", where: str) -> None:
@@ -151,6 +212,8 @@ def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcom
             f"{where}: (C, F)-contiguous {layout(actual)}, NumPy's {layout(expected)} (strides {actual.strides}, " \
             f"NumPy's {expected.strides})"
         assert_values(actual, expected, exact, where)
+    elif isinstance(expected, Host):
+        assert_values(actual.array, expected.array, exact, f"{where} (a NumPy array)")
     elif isinstance(expected, np.generic):
         assert_values(np.asarray(actual), np.asarray(expected), exact, where)
     elif isinstance(expected, float) and exact is not True:
@@ -170,22 +233,46 @@ def same_key(key: Any, expected: Any) -> bool:
     return type(key) is type(expected)
 
 
-def assert_same_outcome(outcome: Outcome, want: Outcome, exact: "bool | np.dtype", call: str) -> None:
+def assert_same_outcome(outcome: Outcome, want: Outcome, exact: "bool | np.dtype", call: str,
+                        kinds: bool = True, device: bool = False) -> None:
+    """The same exception type, arguments afterwards, printed text and result; with
+    ``kinds`` False, the result's values only (NumPy's answer for a program on
+    CuPy arrays, whose results are 0-d arrays where NumPy's are scalars).  On
+    ``device`` arrays any two TypeErrors agree: CuPy's refusals (a function, keyword
+    or index form it lacks) and NumPy's casting errors there are all TypeErrors."""
     raised = lambda e: f"{type(e).__name__}({e})" if e is not None else "nothing"  # noqa: E731
-    assert type(outcome.error) is type(want.error), \
+    both_type_errors = device and isinstance(outcome.error, TypeError) and isinstance(want.error, TypeError)
+    assert type(outcome.error) is type(want.error) or both_type_errors, \
         f"{call}: compiled raised {raised(outcome.error)}, NumPy {raised(want.error)}"
     for i, (a, e) in enumerate(zip(outcome.originals, want.originals)):
         assert_values(a, e, exact, f"{call}: argument array {i} (make_args order) afterwards")
-    assert_same_value(outcome.args, want.args, outcome, want, exact, f"{call}: arguments afterwards")
+    if kinds:
+        assert_same_value(outcome.args, want.args, outcome, want, exact, f"{call}: arguments afterwards")
     assert outcome.stdout == want.stdout, f"{call}: printed {outcome.stdout!r}, NumPy printed {want.stdout!r}"
-    if want.error is None:
-        pairs = [(r, e) for r, e in zip(results_of(outcome.result), results_of(want.result))]
-        for i, (r1, e1) in enumerate(pairs):  # arrays of the result that are or view one another
-            for j, (r2, e2) in enumerate(pairs[:i]):
-                assert (r1 is r2) == (e1 is e2), f"{call}: result[{i}] is result[{j}]: {r1 is r2}, NumPy {e1 is e2}"
-                assert np.shares_memory(r1, r2) == np.shares_memory(e1, e2), \
-                    f"{call}: result[{i}] shares memory with result[{j}]: NumPy says {np.shares_memory(e1, e2)}"
-        assert_same_value(outcome.result, want.result, outcome, want, exact, f"{call}: result")
+    if want.error is not None:
+        return
+    if not kinds:
+        got, expected = leaves(outcome.result), leaves(want.result)
+        assert len(got) == len(expected), f"{call}: {len(got)} values in the result, NumPy {len(expected)}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            assert_values(np.asarray(g), np.asarray(e), exact, f"{call}: result value {i}")
+        return
+    pairs = [(r, e) for r, e in zip(results_of(outcome.result), results_of(want.result))]
+    for i, (r1, e1) in enumerate(pairs):  # arrays of the result that are or view one another
+        for j, (r2, e2) in enumerate(pairs[:i]):
+            assert (r1 is r2) == (e1 is e2), f"{call}: result[{i}] is result[{j}]: {r1 is r2}, NumPy {e1 is e2}"
+            assert np.shares_memory(r1, r2) == np.shares_memory(e1, e2), \
+                f"{call}: result[{i}] shares memory with result[{j}]: NumPy says {np.shares_memory(e1, e2)}"
+    assert_same_value(outcome.result, want.result, outcome, want, exact, f"{call}: result")
+
+
+def leaves(value: Any) -> list:
+    """The values in a result, containers walked (for a comparison of values only)."""
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in leaves(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in leaves(v)]
+    return [value.array if isinstance(value, Host) else value]
 
 
 def results_of(result: Any) -> list[np.ndarray]:
@@ -215,27 +302,43 @@ def bit_exact(program: Program, backend: str) -> "bool | np.dtype":
     return np.dtype(np.float32 if "float32" in source else np.float64)
 
 
-def check_program(program: Program, backend: str) -> None:
+def check_program(program: Program, backend: str, double: Any = None) -> None:
     """NumPy's outcome, and the compiled function's on every call in ``program.calls``
-    (the first compiles; later ones run cached entries or recompile), must agree.
+    (the first compiles; later ones run cached entries or recompile), must agree;
+    with ``double``, both on CuPy's test double's arrays.
     A failure shows the program: in hypothesis's notes, or else in the message."""
     if currently_in_test_context():
         note(repr(program))
-        return compare_calls(program, backend)
+        return compare_calls(program, backend, double)
     try:
-        compare_calls(program, backend)
+        compare_calls(program, backend, double)
     except AssertionError as e:
         raise AssertionError(f"{e}\n\n{program!r}") from None
 
 
-def compare_calls(program: Program, backend: str) -> None:
+def compare_calls(program: Program, backend: str, double: Any = None) -> None:
+    """With ``double`` (CuPy's test double), on device arrays against CuPy eager; where
+    CuPy eager refuses what NumPy does (a TypeError: no such function, keyword or
+    index form in CuPy), compiled code may instead give NumPy's answer."""
     fn = program.function()
-    expected = {variant: run(fn, program, variant) for variant in set(program.calls)}
+    device = (lambda: OnDevice(double)) if double is not None else (lambda: None)  # noqa: E731
+    expected = {}
+    for variant in set(program.calls):
+        want = run(fn, program, variant, device())
+        expected[variant] = [want] + ([run(fn, program, variant)] if isinstance(want.error, TypeError) else [])
     compiled = mc.compile(fn, backend=backend)
     exact = bit_exact(program, backend)
     for n, variant in enumerate(program.calls):
-        assert_same_outcome(run(compiled, program, variant), expected[variant], exact,
-                            f"call {n + 1} ({variant} arguments)")
+        outcome, (want, *numpy_instead) = run(compiled, program, variant, device()), expected[variant]
+        on_device = double is not None
+        try:
+            assert_same_outcome(outcome, want, exact, f"call {n + 1} ({variant} arguments)", device=on_device)
+        except AssertionError:
+            if not numpy_instead:
+                raise
+            assert_same_outcome(outcome, numpy_instead[0], exact,
+                                f"call {n + 1} ({variant} arguments; CuPy raised {want.error!r})", kinds=False,
+                                device=on_device)
 
 
 def from_source(source: str, make_args: str, calls: tuple[str, ...] = ("aliased", "aliased")) -> Program:

@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+import minicompile as mc
 from mutation_programs import Program, check_program, from_source, programs, run
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -110,6 +111,37 @@ def test_mutation_programs_cpp(program: Program):
 @given(programs())
 def test_mutation_programs_triton(program: Program):
     check_program(program, "triton")
+
+
+# On CuPy's test double (tests/fake_cupy.py): the programs on device arrays, against
+# CuPy eager, through the backends that run them on the CPU.  Capture treats a device
+# array its own way (no writeable flag, 0-d arrays for NumPy's scalars, its array
+# module's calls, host copies refused).  Three kinds of program are left out, as known
+# divergences: a NumPy array made inside the program and mixed with device arrays
+# (CuPy refuses the mix); ``np.asarray`` of a device array (CuPy refuses it, the
+# compiled code returns the array); and an augmented assignment to one element
+# (``a[0] += 1.5``: CuPy's a[0] is a 0-d view updated in place, which refuses a float
+# into an integer array, where NumPy and the compiled code read, add and store a scalar).
+DEVICE_EXAMPLES = int(os.environ.get("MINICOMPILE_FUZZ_COMPILED_EXAMPLES", 25)) if FUZZ else 40
+DEVICE_DIVERGENT = re.compile(r"np\.(zeros|ones|full|array|empty|arange|asarray)\(|\[-?\d+(, -?\d+)*\] [-+*/]+= ")
+
+
+def on_device(program: Program) -> bool:
+    return not any(DEVICE_DIVERGENT.search(line) for line in program.lines)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=DEVICE_EXAMPLES, **COMMON, **NO_SHRINK)
+@given(program=programs().filter(on_device))
+def test_mutation_programs_cupy_double_eager(program: Program, fake_cupy):
+    check_program(program, "eager", fake_cupy)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=DEVICE_EXAMPLES, **COMMON, **NO_SHRINK)
+@given(program=programs().filter(on_device))
+def test_mutation_programs_cupy_double_aot_eager(program: Program, fake_cupy):
+    check_program(program, "aot_eager", fake_cupy)
 
 
 # ---------------------------------------------------------------------------
@@ -222,6 +254,31 @@ PINNED: dict[str, tuple] = {
 def test_pinned_program(name: str, backend: str):
     source, make_args, *calls = PINNED[name]
     check_program(from_source(source, make_args, calls=calls[0] if calls else ("aliased", "aliased")), backend)
+
+
+INTS = arguments_source("b0 = np.array([4, 2, 0, -3])", returns="(b0,), [b0]")
+# Found by the programs on CuPy's test double: the compiled code followed NumPy where
+# CuPy eager does otherwise.
+PINNED_ON_DEVICE: dict[str, tuple] = {
+    # CuPy's sum is a 0-d array: a NaN stored from it into integers is cast, never raises.
+    "nan_from_a_sum_into_integers": ("def f(a):\n    v0 = a + 1.5\n    a[1:] = v0.sum() * 0 + np.nan\n", INTS),
+    # CuPy's ufunc.at takes index arrays: a list is CuPy's TypeError.
+    "ufunc_at_with_a_list": ("def f(a):\n    a += 1\n    np.add.at(a, [0, 0, 1], 1)\n", INTS),
+    # squeeze with nothing to squeeze returns the array itself, in CuPy as in NumPy.
+    "squeeze_returns_the_array": ("def f(a):\n    v0 = np.squeeze(a)\n    a += 1\n    return a, v0\n", INTS),
+}
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name", sorted(PINNED_ON_DEVICE))
+def test_pinned_program_on_device(name: str, backend: str, fake_cupy):
+    source, make_args = PINNED_ON_DEVICE[name]
+    program = from_source(source, make_args)
+    check_program(program, backend, fake_cupy)
+    if name == "ufunc_at_with_a_list":  # CuPy's error, not NumPy's answer
+        (a,), _ = program.make_args()
+        with pytest.raises(TypeError):
+            mc.compile(program.function(), backend=backend)(fake_cupy.ndarray(a))
 
 
 # ---------------------------------------------------------------------------

@@ -242,15 +242,17 @@ def _basic_key(key: Any) -> bool:
 
 def stored_strictly(tx: "InstructionTranslator", value: VariableTracker, dtype: np.dtype) -> VariableTracker:
     """``value`` as written into an array of ``dtype``: a NumPy float scalar the graph
-    computed, stored into a signed integer array (by basic indexing or ``fill``;
+    computed (not on CuPy arrays), stored into a signed integer array (by basic indexing or ``fill``;
     an array key casts it as an array), is converted as Python's ``int()``
     converts (NaN, an infinity or a value outside the integer's range raise,
     where a 0-d array would be cast silently), so the graph checks it first.  The
     check runs even when nothing reads the write; a failed one runs the frame as
     Python, where NumPy raises its own error."""
     if not (isinstance(value, ArrayVariable) and value.scalar and value.node.meta.dtype.kind == "f"
-            and np.dtype(dtype).kind == "i"):
-        return value  # (NumPy casts a float scalar into an unsigned array unsafely, never raising)
+            and np.dtype(dtype).kind == "i") or tx.output.on_device:
+        # (NumPy casts a float scalar into an unsigned array unsafely, never raising; on
+        # CuPy arrays the value is a 0-d array, cast as arrays are)
+        return value
     # int() truncates toward zero: v fits when -2**(bits-1) - 1 < v < 2**(bits-1),
     # compared in float64 (for int64, -2**63 - 1 is no float64, and none lies
     # between it and -2**63, so v >= -2**63 says the same).

@@ -424,6 +424,12 @@ def call_mutation(tx: "InstructionTranslator", mutation: MutationRule, args: lis
     target = op_kwargs.get(mutation.target)
     if not isinstance(target, ArrayVariable):
         raise Unsupported(f"{what} writes into {getattr(target, 'describe', lambda: target)()}")
+    indices = op_kwargs.get("indices")
+    if mutation.rule.op.endswith("_at") and tx.output.on_device \
+            and not isinstance(indices, (ArrayVariable, int, np.integer)):
+        # CuPy's ufunc.at takes arrays and scalars only: CuPy raises its own TypeError.
+        raise Unsupported(f"TypeError: {what} on CuPy arrays takes an index array, not a "
+                          f"{type(indices).__name__}", numpy_error=True)
     if mutation.rule.op == "setitem":  # x.fill(v): v converted as x[...] = v converts it
         op_kwargs["value"] = stored_strictly(tx, op_kwargs["value"], target.node.meta.dtype)
     update_array(tx, target, tx.output.call(mutation.rule.op, op_kwargs), what)
