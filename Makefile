@@ -54,9 +54,9 @@ $(CAPTURES): capture-%:
 	$$venv/bin/python -m pytest -n $(TEST_WORKERS) -m capture tests || [ $$? -eq 5 ]
 
 # Random mutation / aliasing / graph-break programs at large counts: FUZZ_EXAMPLES on
-# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton, in chunks of their own
-# seeds (SEED, SEED+1, ...) on FUZZ_WORKERS cores (tests/fuzz.py; about 5 core-hours in
-# all).  A new SEED each run, printed first; `make fuzz SEED=n` replays it, and each
+# eager and aot_eager, FUZZ_COMPILED_EXAMPLES on cpp and triton and on CuPy's test
+# double (eager, aot_eager), in chunks of their own seeds (SEED, SEED+1, ...) on
+# FUZZ_WORKERS cores (tests/fuzz.py; about 6 core-hours in all).  A new SEED each run, printed first; `make fuzz SEED=n` replays it, and each
 # failing chunk prints its log and the command that replays that chunk alone.
 FUZZ_EXAMPLES ?= 100000
 FUZZ_COMPILED_EXAMPLES ?= 40000
