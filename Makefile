@@ -58,6 +58,8 @@ $(CAPTURES): capture-%:
 # double (eager, aot_eager), in chunks of their own seeds (SEED, SEED+1, ...) on
 # FUZZ_WORKERS cores (tests/fuzz.py; about 6 core-hours in all).  A new SEED each run, printed first; `make fuzz SEED=n` replays it, and each
 # failing chunk prints its log and the command that replays that chunk alone.
+# `make fuzz COMMIT=HEAD` tests that commit in a checkout of its own (edits made
+# during the run change nothing it tests); by default, the working tree.
 FUZZ_EXAMPLES ?= 100000
 FUZZ_COMPILED_EXAMPLES ?= 40000
 FUZZ_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -68,7 +70,7 @@ fuzz: $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[dev,triton]'
 	@echo "fuzz seed $(SEED) (make fuzz SEED=$(SEED) replays this run)"
 	$(PYTHON) tests/fuzz.py --seed $(SEED) --examples $(FUZZ_EXAMPLES) \
-	  --compiled-examples $(FUZZ_COMPILED_EXAMPLES) --workers $(FUZZ_WORKERS)
+	  --compiled-examples $(FUZZ_COMPILED_EXAMPLES) --workers $(FUZZ_WORKERS) $(if $(COMMIT),--commit $(COMMIT))
 
 # torch (CPU) is only for comparison; minicompile never imports it.  A local
 # wheel makes this quick; without one the suite compares against NumPy only.

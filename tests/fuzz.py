@@ -4,8 +4,10 @@ In:  ``--seed S``, the programs per backend (``--examples`` for eager and
      aot_eager, ``--compiled-examples`` for cpp, triton and the CuPy test double's
      two), ``--workers W``
      (default: the machine's cores), ``--chunk``/``--compiled-chunk``, and
-     optionally ``--backends`` (a comma-separated subset) and ``--time-limit T``
-     (no chunk starts after T seconds: for a machine lent for a fixed time).
+     optionally ``--backends`` (a comma-separated subset), ``--time-limit T``
+     (no chunk starts after T seconds: for a machine lent for a fixed time) and
+     ``--commit REV`` (fuzz that commit, checked out apart as a git worktree, so
+     edits to the working tree during a long run change nothing it tests).
 Out: each backend's count split into chunks, each chunk one
      ``pytest -m fuzz -k test_mutation_programs_<backend>`` process with a seed of
      its own (``S`` + its number), W of them at a time; a line per chunk as it
@@ -48,20 +50,32 @@ def command(backend: str, seed: int, count: int) -> tuple[list[str], dict[str, s
     return cmd, env
 
 
-def run_chunk(backend: str, seed: int, count: int, logs: Path,
-              deadline: float = float("inf")) -> tuple[str, int, int, int, bool] | None:
-    """One chunk: (backend, seed, count, programs that passed, failed?), or None when
-    it would start after ``deadline`` (a ``time.time()``)."""
+def run_chunk(backend: str, seed: int, count: int, logs: Path, deadline: float = float("inf"),
+              tree: Path = ROOT) -> tuple[str, int, int, int, bool] | None:
+    """One chunk, run in ``tree``: (backend, seed, count, programs that passed, failed?),
+    or None when it would start after ``deadline`` (a ``time.time()``)."""
     if time.time() > deadline:
         return None
     cmd, env = command(backend, seed, count)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     text = proc.stdout + proc.stderr
     passed = PASSING.search(text)
     failed = proc.returncode not in (0, 5)  # 5: nothing collected (a backend not installed)
     if failed:
         (logs / f"{backend}-{seed}.log").write_text(text)
     return backend, seed, count, int(passed.group(1)) if passed else 0, failed
+
+
+def checkout(rev: str, logs: Path) -> tuple[Path, str]:
+    """``rev`` checked out as a git worktree under ``logs``: (its folder, the full hash)."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    tree = logs / f"tree-{sha[:12]}"
+    if not tree.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=ROOT, check=True,
+                       capture_output=True)
+    return tree, sha
 
 
 def chunks(args: argparse.Namespace) -> list[tuple[str, int, int]]:
@@ -89,17 +103,19 @@ def main() -> int:
     parser.add_argument("--compiled-chunk", type=int, default=500)
     parser.add_argument("--backends", type=lambda s: s.split(","), default=list(BACKENDS))
     parser.add_argument("--time-limit", type=float, default=float("inf"))
+    parser.add_argument("--commit", help="fuzz this commit (a git worktree), not the working tree")
     args = parser.parse_args()
     if unknown := set(args.backends) - set(BACKENDS):
         parser.error(f"unknown backends {sorted(unknown)}: choose from {', '.join(BACKENDS)}")
     logs = ROOT / "build" / "fuzz"
     logs.mkdir(parents=True, exist_ok=True)
     work = chunks(args)
-    print(f"fuzz: {len(work)} chunks on {args.workers} workers, seeds {args.seed}..{max(s for _, s, _ in work)}",
-          flush=True)
+    tree, sha = checkout(args.commit, logs) if args.commit else (ROOT, "the working tree")
+    print(f"fuzz: {len(work)} chunks on {args.workers} workers, seeds {args.seed}..{max(s for _, s, _ in work)}, "
+          f"testing {sha}", flush=True)
     start, totals, failures, skipped = time.time(), dict.fromkeys(args.backends, 0), [], 0
     with ThreadPoolExecutor(args.workers) as pool:
-        for done in as_completed([pool.submit(run_chunk, *c, logs, start + args.time_limit) for c in work]):
+        for done in as_completed([pool.submit(run_chunk, *c, logs, start + args.time_limit, tree) for c in work]):
             if done.result() is None:
                 skipped += 1
                 continue
@@ -114,8 +130,10 @@ def main() -> int:
           + (f"; {skipped} chunks not started (time limit)" if skipped else ""))
     for backend, seed, count in failures:
         cmd, _ = command(backend, seed, count)
-        print(f"replay: MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES={count} "
+        print(f"replay (at {sha}): MINICOMPILE_FUZZ=1 MINICOMPILE_FUZZ_EXAMPLES={count} "
               f"MINICOMPILE_FUZZ_COMPILED_EXAMPLES={count} {' '.join(cmd[1:])}")
+    if tree != ROOT:  # the logs stay; the checkout goes
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
     return 1 if failures else 0
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,3 +33,16 @@ def test_backends_can_be_chosen_and_a_chunk_past_the_time_limit_does_not_start(t
                               backends=["cpp"])
     assert fuzz.chunks(args) == [("cpp", 1, 5), ("cpp", 2, 5)]
     assert fuzz.run_chunk("eager", 3, 4, tmp_path, deadline=0.0) is None
+
+
+def test_a_commit_is_fuzzed_in_a_checkout_of_its_own(tmp_path):
+    """--commit runs the chunks in a git worktree of that commit: edits made to the
+    working tree during a long run do not reach the programs it tests."""
+    tree, sha = fuzz.checkout("HEAD", tmp_path)
+    try:
+        assert (tree / "tests" / "fuzz.py").exists() and len(sha) == 40
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout
+        assert head.strip() == sha
+        assert fuzz.run_chunk("eager", 3, 2, tmp_path, tree=tree) == ("eager", 3, 2, 2, False)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=fuzz.ROOT, capture_output=True)
