@@ -317,9 +317,9 @@ def rebuild(spec: Any, values: tuple, L: dict, G: dict) -> Any:
         return np.asarray(value) if isinstance(value, np.generic) else value
     if kind == "laid_out":  # a backend's buffer may be laid out otherwise: copied into NumPy's layout
         layouts, inner = payload
-        values = list(values)
-        for index, strides in layouts:
-            values[index] = storage_array(values[index], strides)
+        for index, strides in layouts:  # (the common case, already laid out so, copies nothing)
+            if getattr(values[index], "strides", strides) != strides:
+                values = (*values[:index], storage_array(values[index], strides), *values[index + 1:])
         return rebuild(inner, values, L, G)
     if kind == "scalar":
         # eager NumPy had a NumPy scalar here, not a 0-d array (a Tensor stays a Tensor)

@@ -211,15 +211,17 @@ def numpy_layout(node: ir.Node, arrays: list["ArrayVariable"]) -> Layout:
     is laid out as this says before the caller sees it (``storage_array``)."""
     layouts = {}
     for a in arrays:
-        shape = a.node.meta.shape
         if a.scalar:
             continue
-        if not _static(shape) or a.layout is None:
+        strides = numpy_strides(a.layout, a.node.meta.shape, a.node.meta.dtype)
+        if not isinstance(strides, tuple):  # unknown, or symbolic sizes
             return None
-        layouts[a.node] = c_strides(shape, a.node.meta.dtype.itemsize) if a.layout == "C" else a.layout
+        layouts[a.node] = strides
     if not _static(node.meta.shape):
         return None
     small = node.op.kind in ORDER_ONLY_KINDS
+    if not small and any(n.meta.size > LAYOUT_PROBE_ELEMENTS for n in layouts):
+        return None
 
     def stand_in(arg: Any) -> Any:
         if isinstance(arg, ir.Node):
@@ -233,8 +235,6 @@ def numpy_layout(node: ir.Node, arrays: list["ArrayVariable"]) -> Layout:
         return arg
 
     try:
-        if not small and any(n.meta.size > LAYOUT_PROBE_ELEMENTS for n in layouts):
-            return None
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = node.op.impl(*[stand_in(a) for a in node.args])
@@ -329,10 +329,10 @@ def storage_array(value: Any, strides: tuple | str | None) -> Any:
         return value if value.flags.c_contiguous else value.copy(order="C")
     if all(s == t for n, s, t in zip(value.shape, value.strides, strides) if n > 1):
         return value
-    order = sorted(range(value.ndim), key=lambda i: (-strides[i], i))
     if isinstance(value, np.ndarray):
         new = np.empty_like(_laid_out(value.shape, strides, value.dtype))  # base None, as NumPy's
-    else:  # another array module's array (CuPy's)
+    else:  # another array module's array (CuPy's): allocated in memory order, then transposed
+        order = sorted(range(value.ndim), key=lambda i: (-strides[i], i))
         xp = array_module(value)
         new = xp.empty([value.shape[i] for i in order], value.dtype).transpose(tuple(np.argsort(order).tolist()))
     new[...] = value

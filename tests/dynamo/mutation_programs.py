@@ -327,10 +327,9 @@ def compare_calls(program: Program, backend: str, double: Any = None) -> None:
         want = run(fn, program, variant, device())
         expected[variant] = [want] + ([run(fn, program, variant)] if isinstance(want.error, TypeError) else [])
     compiled = mc.compile(fn, backend=backend)
-    exact = bit_exact(program, backend)
+    exact, on_device = bit_exact(program, backend), double is not None
     for n, variant in enumerate(program.calls):
         outcome, (want, *numpy_instead) = run(compiled, program, variant, device()), expected[variant]
-        on_device = double is not None
         try:
             assert_same_outcome(outcome, want, exact, f"call {n + 1} ({variant} arguments)", device=on_device)
         except AssertionError:
