@@ -407,3 +407,22 @@ def test_add_at_with_a_2d_index_and_a_shorter_b_adds_every_update(backend):
         expected[i] += v
     got = mc.compile(add_rows_at, backend=backend)(np.zeros(3, np.int64), idx, b)
     np.testing.assert_array_equal(got, expected)
+
+
+def zeros_at_the_extremes(a):
+    c = np.full((4, 2), -0.0)
+    return (np.maximum(-0.0, a), np.minimum(0.0, -a), np.maximum(0.5 * np.zeros(3), a),
+            c.sum(), c.mean(axis=0), c[::2].sum(axis=1), c.astype(np.float32).sum())
+
+
+def test_ties_of_signed_zeros_and_sums_of_negative_zeros_follow_numpy(backend):
+    """Found by fuzzing the Triton backend: ``np.maximum(-0.0, a)`` kept the
+    constant on a tie (NumPy's float64 loop keeps the second operand), a row of
+    negative zeros summed to -0.0 (NumPy's sum starts from +0.0), and a maximum
+    of a constant-only expression did not compile in the interpreter."""
+    a = np.array([0.0, -0.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to Python
+        got = mc.compile(zeros_at_the_extremes, backend=backend)(a)
+    for g, w in zip(got, zeros_at_the_extremes(a)):
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), (g, w)

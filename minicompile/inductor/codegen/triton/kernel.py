@@ -244,7 +244,10 @@ class ValueWriter(LineWriter):
             if math.isnan(v.args[0].value):
                 expr = f"{operands[1]} + NAN"  # NaN whatever the other side is
             else:
-                cmp = ">=" if v.name == "maximum" else "<="
+                # Ties keep the second operand, as NumPy's float32/float64 loops do
+                # (np.maximum(-0.0, 0.0) is +0.0); its float16 loop keeps the first.
+                cmp = ">" if v.name == "maximum" else "<"
+                cmp += "=" if loop_dtype == HALF else ""
                 expr = f"tl.where({operands[0]} {cmp} {operands[1]}, {operands[0]}, {operands[1]})"
         elif v.name == "power":
             exponent = int(v.args[1].value)
@@ -255,6 +258,12 @@ class ValueWriter(LineWriter):
             expr = (template or TRITON_OPS[v.name][loop_dtype.kind]).format(*operands)
         if v.dtype not in NATURAL:
             expr = f"({expr}).to({triton_type(v.dtype)})"
+        if all(isinstance(a, L.Constant) for a in v.args):
+            # A 0-d result is spread over the block (a select keeps its dtype and the
+            # sign of a zero): Triton's interpreter cannot `|` a 0-d boolean with a block.
+            scalar = self.tmp()
+            self.line(f"{scalar} = {expr}")
+            expr = f"tl.where({self.zero_block} == 0, {scalar}, {scalar})"
         return expr
 
     def masked(self, v: L.Op) -> str:
@@ -527,6 +536,10 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
         if red.reduction_type in ("max", "min") and acc_dtype.kind == "f":
             final = f"{final} + _nan_of({tile}, 1)"
         w.line(f"{result} = ({final})[:, None]")
+        if red.reduction_type in ("sum", "mean") and acc_dtype.kind == "f" and persistent:
+            # NumPy's sum starts from +0.0, so a row of negative zeros sums to +0.0;
+            # a tree of their sums alone would keep -0.0 (a looped row starts from 0).
+            w.line(f"{result} = tl.where({result} == 0, 0.0, {result})")
         if red.reduction_type == "mean":
             # As np.mean: the sum divided by the count in the accumulator's dtype.
             divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
