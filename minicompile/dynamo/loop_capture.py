@@ -30,6 +30,10 @@ reads from outside (a global, an attribute) become invariant inputs too.
 Anything else — a ``break`` or ``return``, a branch on the index, a graph
 break, a growing list, a Python number that changes — unrolls the loop, and
 the ``loops`` log says why.
+
+A loop inside the body is tried the same way while the body is traced, and
+becomes a loop node of the body's graph: its writes are checked against the
+outer loop too, and the outer index is a value it reads from outside.
 """
 from __future__ import annotations
 
@@ -65,8 +69,7 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     if it.position != (1 if how == "peel" else 0):
         return False
     n = len(it.counted) - it.position
-    if n == 0 or n <= config.loop_unroll_limit or how == "unroll" or output.loop_scope is not None:
-        # (a loop inside a loop body unrolls there: the outer loop is the one that counts)
+    if n == 0 or n <= config.loop_unroll_limit or how == "unroll":
         return False
     try:
         LoopTrace(tx, inst, it, key).run()
@@ -111,6 +114,12 @@ def _same_value(a: VariableTracker, b: VariableTracker) -> bool:
     return False
 
 
+def _python_number(var: ArrayVariable) -> bool:
+    """A Python value the graph computes (an outer loop's index, ``i * dt``, a bool of
+    ``np.allclose``): eager code holds a Python number, capture a 0-d node."""
+    return var.weak is not None or var.python is not None
+
+
 def _view_key(var: ArrayVariable) -> tuple:
     return (tuple((s.op, s.args) for s in var.view), var.layout, var.readonly, var.scalar,
             tuple(var.node.meta.shape), var.node.meta.dtype)
@@ -124,16 +133,23 @@ class LoopTrace:
         self.output = tx.output
         self.range = it.counted[it.position:]
         self.writes = 0  # array writes in the body (they count as mutations too)
+        # The memories the body writes (a version alone does not say: a nested loop
+        # moves a memory's version on when it hands back the value it started from).
+        self.written: set[Storage] = set()
+        self.parent: LoopTrace | None = tx.output.loop_scope  # the loop whose body holds this one
 
     # -- what the body may write ----------------------------------------------------------
 
     def check_write(self, storage: Storage, what: str) -> None:
         """Called by functionalization for every write in the body."""
         self.writes += 1
+        self.written.add(storage)
         if storage.forward is not None or len(storage.group.members) > 1:
             raise Unsupported(f"{what} in a loop body writes to arguments that share memory")
         if storage.serial < self.first_serial and storage not in self.carried_roots:
             raise Unsupported(f"{what} in a loop body writes to an array that is not a local of the loop")
+        if self.parent is not None:  # a write in a nested body is one in the outer body too
+            self.parent.check_write(storage, what)
 
     # -- the trial ------------------------------------------------------------------------
 
@@ -188,7 +204,7 @@ class LoopTrace:
             # Still with the body as the current graph: reading a local may replay its view.
             self._finish(main, body, groups, head_locals, head_views, index)
         finally:
-            output.current, output.loop_scope = main, None
+            output.current, output.loop_scope = main, self.parent
 
     def _load_arguments(self) -> None:
         """Read every argument now, so that none first enters the graph inside the body."""
@@ -205,8 +221,8 @@ class LoopTrace:
         for name, var in head_locals.items():
             if not isinstance(var, ArrayVariable):
                 continue
-            if var.python is not None or var.weak is not None:
-                raise Unsupported(f"{name!r} holds a Python value computed by the graph")
+            if _python_number(var):
+                continue  # invariant if the body keeps it (checked at the back edge)
             if var.storage is not None and (var.storage.entangled or var.storage.forward is not None
                                             or len(var.storage.group.members) > 1):
                 raise Unsupported(f"{name!r} shares memory with another argument")
@@ -232,6 +248,11 @@ class LoopTrace:
                 if isinstance(h, ArrayVariable):
                     raise Unsupported(f"the loop index {name!r} replaces an array")
                 continue
+            if isinstance(h, ArrayVariable) and _python_number(h):
+                if b is not h:
+                    raise Unsupported(f"the Python value {name!r}, computed by the graph, changes from one "
+                                      "iteration to the next")
+                continue  # the body reads it from outside, as an array from outside (lifted)
             if isinstance(h, ArrayVariable):
                 if not isinstance(b, ArrayVariable) or b.weak is not None or b.python is not None:
                     raise Unsupported(f"{name!r} stops being an array in the loop body")
@@ -243,6 +264,8 @@ class LoopTrace:
                     raise Unsupported(f"{name!r} holds a Python number computed from the loop index")
                 temps.append(name)
                 continue
+            if h is None and isinstance(b, ConstantVariable):
+                continue  # made by the body (an inner loop's index): the same in every iteration
             if h is None or not _same_value(h, b):
                 e = Unsupported(f"the Python value {name!r} changes from one iteration to the next")
                 e.peel = isinstance(b, ArrayVariable)  # 0 before the loop, an array after the first pass
@@ -270,12 +293,12 @@ class LoopTrace:
                 perm[g] = roots[id(g.back)]
             elif g.back.serial < self.first_serial:
                 raise Unsupported(f"{g.names[0]!r} takes the memory of an array from outside the loop")
-            elif g.root.version != g.version and id(g.root) not in back_keys:
+            elif g.root in self.written and id(g.root) not in back_keys:
                 raise Unsupported(f"the loop body writes to {g.names[0]!r} and then lets it go")
         self.cycles = {g for g in perm if self._in_cycle(perm, g)}
         for g in perm:
             chain = [g, perm[g]]
-            if g not in self.cycles and any(h.root.version != h.version for h in chain):
+            if g not in self.cycles and any(h.root in self.written for h in chain):
                 # The memory moves on and is written in a later iteration: an
                 # intermediate value the loop's results do not hold.
                 raise Unsupported(f"the loop body writes to memory that moves from "
@@ -337,7 +360,7 @@ class LoopTrace:
             g.result = main.call("loop_result", loop, j)
             g.result.user_stack = loop.user_stack
         # A rotation that wrote one of its buffers writes all of them, in some iteration.
-        if any(g.root.version != g.version for g in self.cycles):
+        if any(g.root in self.written for g in self.cycles):
             for g in self.cycles:
                 g.root.written = True
         self._rebind(groups, carried, perm, temp_groups, attached, external, back, index, n)
@@ -347,7 +370,7 @@ class LoopTrace:
             return True
         if g.root is None:
             return g.back is not g.body_var
-        return g.back is not g.root or g.root.version != g.version
+        return g.back is not g.root or g.root in self.written
 
     @staticmethod
     def _zeros(main: ir.Graph, g: _Group) -> ir.Node:

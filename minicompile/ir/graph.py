@@ -198,15 +198,17 @@ class Graph:
 
     # -- printing ----------------------------------------------------------
 
-    def python_code(self, name: str = "graph") -> str:
+    def python_code(self, name: str = "graph", prefix: str = "") -> str:
+        """The graph as Python source; ``prefix`` names the loop bodies of a loop's body
+        (``loop_loop_body`` is the body of the loop inside ``loop_body``)."""
         header = ", ".join(f'{p.name}: "{p.meta}"' for p in self.placeholders)
         # A loop's body is a graph of its own: printed first, as the function the loop calls.
-        bodies = [node.args[0].python_code(f"{node.name}_body") + "\n" for node in self.calls
-                  if node.op.name == "loop"]
+        bodies = [node.args[0].python_code(f"{prefix}{node.name}_body", f"{prefix}{node.name}_") + "\n"
+                  for node in self.calls if node.op.name == "loop"]
         lines = bodies + [f"def {name}({header}):"]
         for node in self.calls:
             meta = ("(" + ", ".join(map(str, node.meta)) + ")") if node.op.name == "loop" else node.meta
-            lines.append(f"    {node.name} = {format_call(node)}  # {meta}")
+            lines.append(f"    {node.name} = {format_call(node, prefix)}  # {meta}")
         lines.append(f"    return {format_value(tuple(self.outputs))}")
         return "\n".join(lines)
 
@@ -245,11 +247,11 @@ def format_value(value: Any) -> str:
     return repr(value)
 
 
-def format_call(node: Node) -> str:
+def format_call(node: Node, prefix: str = "") -> str:
     """``np.sum(x, axis=(1,))``: positional for arrays, keywords when not default."""
     if node.op.name == "loop":  # loop(body, range(...), carried=..., invariant=...)
         body, start, step, n, carried, invariant = node.args
-        return (f"loop({node.name}_body, range({start}, {start + n * step}, {step}), "
+        return (f"loop({prefix}{node.name}_body, range({start}, {start + n * step}, {step}), "
                 f"carried={format_value(tuple(carried))}, invariant={format_value(tuple(invariant))})")
     if node.op.name == "loop_result":
         return f"{format_value(node.args[0])}[{node.args[1]}]"

@@ -70,13 +70,13 @@ def graphs_of(fn, *args) -> list:
     return graphs
 
 
-def check(fn, backend: str, n: int, dtype) -> None:
+def check(fn, backend: str, n: int, dtype, *more) -> None:
     rng = np.random.default_rng(0)
     u0, v0 = rng.standard_normal(9).astype(dtype), rng.standard_normal(9).astype(dtype)
     u, v = u0.copy(), v0.copy()
-    got = mc.compile(fn, backend=backend)(u, v, n)
+    got = mc.compile(fn, backend=backend)(u, v, n, *more)
     ue, ve = u0.copy(), v0.copy()
-    want = fn(ue, ve, n)
+    want = fn(ue, ve, n, *more)
     tol = 1e-4 if dtype == np.float32 else 1e-9
     for g, w in zip(got, want):
         assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
@@ -116,6 +116,53 @@ def test_random_loop_bodies(statements, dtype):
             for n in (0, 1, 2, 40):
                 mc.reset()
                 check(fn, backend, n, dtype)
+    finally:
+        config.loop_unroll_limit = old
+
+
+INNER_STATEMENTS = STATEMENTS + [
+    "u = u + j * 0.01 - i * 0.001",  # the inner index and the outer one, read inside
+    "v += np.roll(u, 1) * (j % 2)",
+]
+
+
+def nested_program(inner: list[str], outer: list[str]) -> str:
+    inner_body = textwrap.indent("\n".join(inner), " " * 12)
+    outer_body = textwrap.indent("\n".join(outer), " " * 8)
+    return (f"def f(u, v, n, m):\n    for i in range(n):\n        for j in range(m):\n{inner_body}\n"
+            f"{outer_body}\n    return u, v\n")
+
+
+def loop_depth(graph) -> int:
+    """How deep loop nodes nest in ``graph`` (0: none)."""
+    return max((1 + loop_depth(node.args[0]) for node in graph.calls if node.op.name == "loop"), default=0)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from(INNER_STATEMENTS), min_size=1, max_size=3),
+       st.lists(st.sampled_from(STATEMENTS), min_size=0, max_size=2), st.sampled_from([np.float32, np.float64]))
+def test_random_nested_loops(inner, outer, dtype):
+    """A loop inside a loop body is a loop node of that body: the graph's size does not
+    depend on either trip count, and every backend agrees with NumPy, writes included."""
+    source = nested_program(inner, outer)
+    note(source)
+    fn = build(source)
+    old = config.loop_unroll_limit
+    config.loop_unroll_limit = 0
+    try:
+        u, v = np.ones(9, dtype), np.ones(9, dtype)
+        sizes = {}
+        for n, m in ((3, 4), (30, 50)):
+            mc.reset()
+            graphs = graphs_of(fn, u.copy(), v.copy(), n, m)
+            if graphs:
+                sizes[n] = (loop_depth(graphs[0]), graphs[0].op_count())
+        if len(sizes) == 2 and not writes_then_rebinds(inner + outer):
+            assert sizes[3] == sizes[30] and sizes[3][0] == 2, sizes  # two loop nodes, one inside the other
+        for backend in ("eager", "cpp", "triton"):
+            for n, m in ((0, 3), (2, 0), (3, 5)):
+                mc.reset()
+                check(fn, backend, n, dtype, m)
     finally:
         config.loop_unroll_limit = old
 

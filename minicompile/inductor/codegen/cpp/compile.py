@@ -57,6 +57,10 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
 def _compile_body(body: ir.Graph, example_inputs: list, row_fusion: bool) -> tuple[CompiledGraph, Any]:
     """A loop's body, and how the loop runs it: the generated C++ loop (loop_driver.py)
     where the body is kernels alone, else a host loop calling the compiled body."""
+    if loops.has_loops(body):  # a nested loop: its own C++ loop, inside a host loop over this one
+        compiled = compile_graph(body, example_inputs, row_fusion)
+        compiled.schedule += "\n(the outer loop runs in Python: its body holds a loop)"
+        return compiled, loops.host_loop(compiled)
     compiled = _compile(body, example_inputs, row_fusion, loop_body=True)
     run, unfit = getattr(compiled, "loop_run", None), getattr(compiled, "loop_unfit", compiled.fallback_reason)
     if run is not None:
