@@ -259,3 +259,41 @@ assert np.allclose(heat, heat_eager)  # the caller's array written, as NumPy wri
 # from a host loop.  A body that is not one graph — a `break`, a branch on the
 # index, a list that grows, a Python number that changes — unrolls, and
 # `MINICOMPILE_LOGS=loops` says why.  A gradient through a loop unrolls it first.
+
+# %% [markdown]
+# ### Loops inside loops, and a step count that changes
+#
+# A loop inside a loop body is tried the same way while the body is traced, so
+# it becomes a loop node *of the body*: the printed graph shows the inner body
+# (`loop_loop_body`) first.  Its writes count as writes of the outer body too,
+# and the outer index is a value the inner body reads from outside.
+
+# %%
+def relax(u, sweeps, smooth):
+    for s in range(sweeps):
+        for k in range(smooth):
+            u = 0.5 * u + 0.25 * (np.roll(u, 1) + np.roll(u, -1))
+        u = u - u.mean()
+    return u
+
+
+nested = mc.explain(relax)(np.linspace(0, 1, 32), 20, 30).graphs[0]
+print(nested)
+
+# %% [markdown]
+# The step count is an `int` argument.  The first call guards on its value,
+# as every int is guarded; when a call brings another value, automatic dynamic
+# (tutorial 14) makes it a size symbol `s0`, and the loop node counts `s0`
+# times: the graph takes the int as a size input, so every later step count
+# runs the same compiled code.  torch.compile has no twin here: it unrolls, so
+# each new count is a new graph.  A use of the count other than counting (a
+# branch on the index, `list(range(n))`, the last index in array arithmetic)
+# pins it to its value again.
+
+# %%
+stepped = mc.compile(diffuse, backend="cpp")
+for steps in (100, 250, 400, 1000, 17):
+    stepped(np.linspace(0, 1, 32) ** 2, steps)
+print(len(stepped.cache), "compiled entries for five step counts")
+print(stepped.cache[-1].capture.graph)
+assert len(stepped.cache) == 2 and stepped.cache[-1].capture.graph.is_dynamic

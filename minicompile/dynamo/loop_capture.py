@@ -50,7 +50,7 @@ from .exc import RestartAnalysis, Unsupported
 from .functionalization import Storage
 from .variables.arrays import ArrayVariable
 from .variables.base import ConstantVariable, VariableTracker
-from .variables.containers import DictVariable, IteratorVariable, ListVariable
+from .variables.containers import DictVariable, IteratorVariable, ListVariable, SymbolicRange
 
 if TYPE_CHECKING:
     from .symbolic_convert import InstructionTranslator
@@ -66,11 +66,17 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     key = (tx.code, inst.offset)
     output = tx.output
     how = output.unrolled_loops.get(key)
-    if it.position != (1 if how == "peel" else 0):
+    if it.position != (1 if how == "peel" else 0) or how == "unroll":
         return False
-    n = len(it.counted) - it.position
-    if n == 0 or n <= config.loop_unroll_limit or how == "unroll":
-        return False
+    if isinstance(it.counted, SymbolicRange) and (output.loop_scope is not None or output.gradients_wanted):
+        # Only the graph's own loops count a size input; a gradient writes the loop out.
+        it.counted = it.items.values  # pinned to its value (guarded)
+    if isinstance(it.counted, SymbolicRange):
+        n = it.counted[it.position:].length  # any count: one node, whatever the unroll limit
+    else:
+        n = len(it.counted) - it.position
+        if n == 0 or n <= config.loop_unroll_limit:
+            return False
     try:
         LoopTrace(tx, inst, it, key).run()
     except Unsupported as e:
@@ -132,6 +138,7 @@ class LoopTrace:
         self.tx, self.inst, self.it, self.key = tx, inst, it, key
         self.output = tx.output
         self.range = it.counted[it.position:]
+        self.count = self.range.length if isinstance(self.range, SymbolicRange) else len(self.range)
         self.writes = 0  # array writes in the body (they count as mutations too)
         # The memories the body writes (a version alone does not say: a nested loop
         # moves a memory's version on when it hands back the value it started from).
@@ -181,7 +188,9 @@ class LoopTrace:
                 g.body_var = fresh
         index_node = body.placeholder("index", INDEX_META)
         index = ArrayVariable(index_node, scalar=True)
-        index.weak = (int, min(self.range), max(self.range))
+        # Its bounds (None: a symbolic count), for NumPy's rule on a Python int meeting a small int dtype.
+        index.weak = (int, None, None) if isinstance(self.range, SymbolicRange) else \
+            (int, min(self.range), max(self.range))
         head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
         output.current, output.loop_scope = body, self
         try:
@@ -353,7 +362,7 @@ class LoopTrace:
         # The node, in the graph the loop runs in.
         init = [self._zeros(main, g) if getattr(g, "temp", False) else g.head for g in carried]
         fixed = [g.head for g in invariant] + list(lifted)
-        n = len(self.range)
+        n = self.count
         loop = main.call("loop", body, self.range.start, self.range.step, n, tuple(init), tuple(fixed))
         loop.user_stack = self.output.user_stack()
         for j, g in enumerate(carried):
@@ -445,7 +454,7 @@ class LoopTrace:
                 new_locals[name] = ConstantVariable(self.range[-1])
         tx.locals.clear()
         tx.locals.update(new_locals)
-        self.it.position = len(self.it.items)
+        self.it.items, self.it.position = [], 0  # exhausted (its length would pin a symbolic count)
         tx.pop()
         tx.ip = tx.index_of[self.inst.argval] + VERSION.for_iter_exhausted_skip
 

@@ -90,6 +90,7 @@ class OutputGraph:
         # by (code object, offset of FOR_ITER), and the loop being traced now, if any.
         self.unrolled_loops: dict = {}
         self.loop_scope: Any = None
+        self.gradients_wanted = False  # an input tensor requires grad
         self.guards = GuardSet()
         self.tracer: Any = None  # the InstructionTranslator running now (for source lines)
         self.input_sources: list[Source] = []
@@ -157,6 +158,8 @@ class OutputGraph:
             else:
                 self.guards.array(source, value, lineno)
             if type(value) is Tensor:
+                # A gradient writes loop nodes out (ir.loops.unroll_loops): trip counts stay ints.
+                self.gradients_wanted |= value.requires_grad
                 # Whether a gradient is wanted decides between a plain and a joint graph.
                 self.guards.add(source, f"{source.expr}.requires_grad == {value.requires_grad}",
                                 f"{source.expr}.requires_grad", lineno)

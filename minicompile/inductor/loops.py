@@ -27,7 +27,7 @@ import numpy as np
 from .. import ir
 from ..ir.graph import _map_nodes
 from ..ir.loops import has_loops  # noqa: F401  (re-exported for the backends)
-from ..ir.symbolic import SymbolicUnsupported
+from ..ir.symbolic import SymbolicUnsupported, is_symbolic, substitute
 from .compiled import CompiledGraph
 
 LoopRunner = Callable[[int, int, int, list, list], tuple]
@@ -97,6 +97,20 @@ def _segment(nodes: list[ir.Node], later: set[ir.Node]) -> tuple[ir.Graph, list[
     return sub, inputs, outputs
 
 
+def symbolic_count_only(graph: ir.Graph, users: dict) -> None:
+    """Raise SymbolicUnsupported unless the only symbolic sizes are loop trip counts
+    read from size inputs that nothing else reads: every segment and body is then
+    static, and each call binds the count from its size input."""
+    for p in graph.placeholders:
+        if is_symbolic(p.meta.shape) and (users[p] or p in graph.outputs):
+            raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
+    for node in graph.calls:
+        metas = node.meta if isinstance(node.meta, tuple) else (node.meta,)
+        bodies = [node.args[0]] if node.op.name == "loop" else []
+        if any(is_symbolic(m) for m in metas) or any(b.is_dynamic for b in bodies):
+            raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
+
+
 def compile_with_loops(graph: ir.Graph, example_inputs: list,
                        compile_graph: Callable[[ir.Graph, list], Callable[..., tuple]],
                        make_loop: Callable[[ir.Graph, list], tuple[Any, LoopRunner]] | None = None,
@@ -108,13 +122,14 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
         def make_loop(body: ir.Graph, examples: list) -> tuple[Any, LoopRunner]:
             compiled = compile_graph(body, examples)
             return compiled, host_loop(compiled)
-    if graph.is_dynamic:
-        raise SymbolicUnsupported("a loop node in a graph with symbolic sizes")
     users = graph.users()
+    if graph.is_dynamic:
+        symbolic_count_only(graph, users)
     order = {n: i for i, n in enumerate(graph.nodes)}
     examples: dict[ir.Node, Any] = dict(zip(graph.placeholders, example_inputs))
     steps: list[tuple] = []
     parts: list[tuple[str, Any]] = []
+    dynamic_counts = False
     pending: list[ir.Node] = []
 
     def flush() -> None:
@@ -136,6 +151,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
             compiled_body, run = make_loop(body, [example(p.meta) for p in body.placeholders])
             parts.append((f"{node.name}: body, run {n} times", compiled_body))
             steps.append(("loop", run, node, list(carried), list(invariant), n, start, step))
+            dynamic_counts = dynamic_counts or is_symbolic(n)
         elif node.op.name == "loop_result":
             flush()
             steps.append(("pick", node))
@@ -147,6 +163,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
 
     def call(*inputs: Any) -> tuple:
         env: dict[ir.Node, Any] = dict(zip(placeholders, inputs))
+        bindings = graph.bind_symbols(inputs) if dynamic_counts else {}
         for s in steps:
             if s[0] == "segment":
                 _, compiled, ins, outs = s
@@ -154,7 +171,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
                 env.update(zip(outs, values))
             elif s[0] == "loop":
                 _, run, node, carried, invariant, n, start, step = s
-                env[node] = run(n, start, step, [contiguous(env[c]) for c in carried],
+                env[node] = run(substitute(n, bindings), start, step, [contiguous(env[c]) for c in carried],
                                 [contiguous(env[c]) for c in invariant])
             else:
                 node = s[1]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph, Node
+from .symbolic import SymbolicUnsupported, is_symbolic
 
 
 def has_loops(graph: Graph) -> bool:
@@ -38,6 +39,9 @@ def inline(new: Graph, graph: Graph, inputs: list[Node]) -> list[Node]:
     for node in graph.calls:
         if node.op.name == "loop":
             body, start, step, n, carried, invariant = node.args
+            if is_symbolic(n):  # pinning it now would escape the guards already made
+                raise SymbolicUnsupported(f"{node.name} runs a symbolic number of times ({n}): "
+                                          "it cannot be written out")
             values = [env[c] for c in carried]
             fixed = [env[c] for c in invariant]
             for k in range(n):

@@ -394,8 +394,12 @@ class Sym:
             return NotImplemented
         if monomial_quotient(self.poly, d) is not None:
             return 0
-        if set(d) == {()} and d[()] > 0:
-            return 0 if self.divisible_by(d[()]) else self.env.specialize(self.poly) % d[()]
+        if set(d) == {()} and d[()] > 0 and Fraction(d[()]).denominator == 1:
+            # The example's remainder r, guarded ``(self - r) % k == 0``: one guard per residue class.
+            k = int(d[()])
+            r = self.hint % k
+            self.env.decide(Relation(_poly_add(self.poly, {(): r}, -1), "%", k))  # holds for the hint
+            return r
         return self.env.specialize(self.poly) % int(other)
 
     def __rmod__(self, other: Any) -> Any:

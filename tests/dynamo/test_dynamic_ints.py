@@ -122,7 +122,7 @@ def test_an_int_changing_with_an_array_size_shares_its_symbol():
     assert_same(compiled(x.reshape(6, 4), 4), rows(x.reshape(6, 4), 4))
 
 
-def test_a_loop_over_the_int_stays_specialized():
+def test_a_loop_over_the_int_counts_symbolically():
     def f(x, n):
         for i in range(n):
             x = x + i
@@ -132,7 +132,24 @@ def test_a_loop_over_the_int_stays_specialized():
     for n in (2, 3, 4, 3):
         x = rand(3)
         assert_same(compiled(x, n), f(x, n))
-    assert len(compiled.cache) == 3  # one per value seen: the unrolled loop pins it
+    # The first value is guarded (its short loop unrolled); then one loop node counts s0 times.
+    assert len(compiled.cache) == 2
+    graph = compiled.cache[1].capture.graph
+    assert graph.is_dynamic and any(node.op.name == "loop" for node in graph.calls)
+
+
+def test_a_loop_over_the_int_stays_specialized_where_it_unrolls():
+    def f(x, n):
+        for i in range(n):
+            if i % 2:  # a branch on the index: the loop unrolls, which pins n
+                x = x + i
+        return x
+
+    compiled = mc.compile(f, backend="eager")
+    for n in (2, 3, 4, 3):
+        x = rand(3)
+        assert_same(compiled(x, n), f(x, n))
+    assert len(compiled.cache) == 3  # one per value seen
     assert "L['n'] == 4" in guards_of(compiled, 2)
 
 

@@ -305,3 +305,63 @@ def test_builtins_over_arrays_ndindex_ndenumerate_and_import(backend):
         for g, w in zip(got, want):
             assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
             np.testing.assert_allclose(g, w, equal_nan=True, rtol=1e-6)
+
+
+def heat_1d(u, steps):
+    t = -1
+    for t in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u, t
+
+
+def rotate(a, steps):
+    b = np.zeros_like(a)
+    for t in range(steps):
+        b[:] = a * 0.5 + 1
+        a, b = b, a
+    return a, b
+
+
+def peeled(u, steps):
+    acc = 0.0
+    for t in range(steps):
+        acc = acc + u  # a float before the loop, an array after its first iteration
+    return acc
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp", "triton"])
+@pytest.mark.parametrize("fn", [heat_1d, rotate, peeled])
+def test_a_trip_count_that_changes_is_a_symbol_not_a_recompile(backend, fn):
+    """A loop counting to an int argument: once the int has changed, one loop node counts
+    ``s0`` times for every later value (0 and 1 stay specialized).  Before, every new
+    count recompiled, and past the recompile limit the function ran eagerly; a rotation
+    of buffers is guarded on the count's parity only."""
+    compiled = mc.compile(fn, backend=backend)
+    counts = (20, 21, 40, 0, 1, 2, 3, 57, 100, 101, 1000, 33, 34)
+    for n in counts:
+        x = np.linspace(0.0, 1.0, 7)
+        got_arg, want_arg = x.copy(), x.copy()
+        got, want = compiled(got_arg, n), fn(want_arg, n)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert type(g) is type(w) and np.shape(g) == np.shape(w)
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+        np.testing.assert_array_equal(got_arg, want_arg)
+    assert len(compiled.cache) <= 6, [str(e.capture.guards) for e in compiled.cache]  # 20, s0 (each parity), 0, 1
+    assert any(e.capture.graph.is_dynamic for e in compiled.cache)
+
+
+def test_a_symbolic_trip_count_is_pinned_where_a_gradient_writes_the_loop_out():
+    def f(u, w, steps):
+        for t in range(steps):
+            u = np.tanh(u * w) + 0.5 * u
+        return u.sum()
+
+    compiled = mc.compile(f, backend="cpp")
+    rng = np.random.default_rng(3)
+    for steps in (18, 19, 20):
+        u, w = rng.random(4), rng.random(4)
+        W = mc.Tensor(w.copy(), requires_grad=True)
+        compiled(u, W, steps).backward()
+        eps = 1e-6
+        numeric = [(f(u, w + eps * e, steps) - f(u, w - eps * e, steps)) / (2 * eps) for e in np.eye(4)]
+        np.testing.assert_allclose(W.grad, numeric, rtol=1e-5, atol=1e-7)

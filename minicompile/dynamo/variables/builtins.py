@@ -43,6 +43,7 @@ from .containers import (
     is_constant,
     python_value,
     sequence_items,
+    symbolic_range,
     wrap_value,
 )
 from .functions import UserFunctionVariable, inline_call
@@ -337,6 +338,8 @@ def call_function(tx: "InstructionTranslator", fn: VariableTracker, args: list, 
     shallow = shallow_builtin(tx, target, args, kwargs)  # len(lst): its length, not its items
     if shallow is not None:
         return shallow
+    if target is range and (counted := symbolic_range(args, kwargs)) is not None:
+        return counted  # range(s0): symbolic until something other than a loop node reads it
     all_constant = all(is_constant(a) for a in args) and all(is_constant(v) for v in kwargs.values())
     result = numpy_calls.call_function(tx, target, name, args, kwargs, all_constant)
     if result is not None:

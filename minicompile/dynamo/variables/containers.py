@@ -172,7 +172,7 @@ class IteratorVariable(VariableTracker):
     items: list[VariableTracker]
     position: int = 0
     source: Source | None = None
-    counted: range | None = None  # the range it walks, when it is one (a loop may become a node)
+    counted: "range | SymbolicRange | None" = None  # the range it walks, if one (a loop may become a node)
 
     def describe(self) -> str:
         return "iterator"
@@ -180,10 +180,20 @@ class IteratorVariable(VariableTracker):
 
 class RangeItems(Sequence):
     """The items of a ``range``, made as they are read: a loop that becomes one
-    node never makes its million items."""
+    node never makes its million items.  ``values`` may be a
+    :class:`SymbolicRangeVariable`, pinned to its value only when an item is read
+    (a loop that unrolls)."""
 
-    def __init__(self, values: range):
-        self.values = values
+    def __init__(self, values: "range | SymbolicRangeVariable"):
+        self._values = values
+
+    @property
+    def values(self) -> range:
+        return self._values.value if isinstance(self._values, SymbolicRangeVariable) else self._values
+
+    @property
+    def pinned(self) -> bool:
+        return not isinstance(self._values, SymbolicRangeVariable) or self._values.pinned
 
     def __len__(self) -> int:
         return len(self.values)
@@ -192,6 +202,79 @@ class RangeItems(Sequence):
         if isinstance(index, slice):
             return [ConstantVariable(v) for v in self.values[index]]
         return ConstantVariable(self.values[index])
+
+
+@dataclass(frozen=True)
+class SymbolicRange:
+    """``range(start, stop)`` whose ``stop`` is a size symbol (an int argument that
+    automatic dynamic made ``s0``): what a loop node counts with, for every value
+    the guards allow.  It offers what :mod:`..loop_capture` reads of a ``range``."""
+
+    start: int
+    stop: Sym
+
+    step = 1
+
+    def __len__(self) -> int:
+        raise TypeError("a symbolic range has no int length: read .length")
+
+    @property
+    def length(self) -> "Sym | int":
+        n = self.stop - self.start
+        return n if n >= 0 else 0  # decided once, guarded (a symbol is at least 2)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice) and index.stop is None and index.step is None:
+            return SymbolicRange(self.start + (index.start or 0), self.stop)
+        if index == -1:
+            return self.stop - 1
+        raise TypeError(f"a symbolic range cannot be indexed by {index!r}")
+
+
+class SymbolicRangeVariable(ConstantVariable):
+    """``range(n)`` of a size symbol.  A ``for`` loop over it may become a loop node
+    whose trip count stays symbolic; every other use reads ``.value``, which pins
+    the symbol to its value (a guard) and gives the plain ``range``."""
+
+    def __init__(self, start: int, stop: Sym):
+        self.symbolic = SymbolicRange(start, stop)
+        self.source = None
+        self._pinned: range | None = None
+
+    @property
+    def value(self) -> range:  # type: ignore[override]
+        if self._pinned is None:
+            self._pinned = range(self.symbolic.start, int(self.symbolic.stop))
+        return self._pinned
+
+    @value.setter
+    def value(self, value: Any) -> None:
+        self._pinned = value
+
+    @property
+    def pinned(self) -> bool:
+        return self._pinned is not None
+
+    def python_type(self) -> type:
+        return range
+
+    def describe(self) -> str:
+        return f"range({self.symbolic.start}, {self.symbolic.stop})"
+
+    def __repr__(self) -> str:
+        return f"SymbolicRangeVariable({self.describe()})"
+
+
+def symbolic_range(args: list, kwargs: dict) -> SymbolicRangeVariable | None:
+    """``range(s0)`` or ``range(k, s0)`` with ``k`` an int: a range that stays symbolic
+    (None for anything else, which Python's ``range`` then evaluates, pinning)."""
+    if kwargs or not 1 <= len(args) <= 2 or not all(isinstance(a, ConstantVariable) for a in args):
+        return None
+    values = [a.value for a in args]
+    start, stop = (0, values[0]) if len(values) == 1 else values
+    if not isinstance(stop, Sym) or type(start) is not int:
+        return None
+    return SymbolicRangeVariable(start, stop)
 
 
 # -- Python values and variables --------------------------------------------------------------
@@ -284,6 +367,8 @@ def iterate(tx: "InstructionTranslator", var: VariableTracker) -> IteratorVariab
     if isinstance(var, ListVariable):
         # A list iterator sees items appended during the loop: share the item list.
         return IteratorVariable(var.items)
+    if isinstance(var, SymbolicRangeVariable) and not var.pinned:
+        return IteratorVariable(RangeItems(var), counted=var.symbolic)
     if isinstance(var, ConstantVariable) and type(var.value) is range:
         return IteratorVariable(RangeItems(var.value), counted=var.value)
     return IteratorVariable(sequence_items(tx, var))
@@ -293,6 +378,13 @@ def next_item(it: VariableTracker) -> VariableTracker | None:
     """``next(it)`` in a ``for`` loop (FOR_ITER): the next item, or None when exhausted."""
     if not isinstance(it, IteratorVariable):
         raise Unsupported(f"for loop over {it.describe()}")
+    if isinstance(it.counted, SymbolicRange) and it.position == 0 and isinstance(it.items, RangeItems) \
+            and not it.items.pinned:
+        # The first item of range(s0) (a loop whose first iteration is peeled): no pin.
+        if not it.counted.length > 0:
+            return None
+        it.position = 1
+        return ConstantVariable(it.counted.start)
     if it.position < len(it.items):
         it.position += 1
         return it.items[it.position - 1]

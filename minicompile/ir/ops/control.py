@@ -22,6 +22,10 @@ runs the body graph ``n`` times through NumPy (the ``eager`` backend); the
 inductor's backends compile the body once and run it ``n`` times
 (``inductor/loops.py``); ``ir.loops.unroll_loops`` writes the body out ``n``
 times where a stage needs a loop-free graph (differentiation).
+
+The trip count ``n`` is an int, or a size symbol (``s0``) when the loop counts
+to an int argument that automatic dynamic made symbolic: the graph then takes
+that int as a size input and each call runs its own number of iterations.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..symbolic import Sym
 from .registry import OpDef, TensorMeta, register
 
 INDEX_META = TensorMeta((), np.dtype(np.int64))
@@ -55,8 +60,8 @@ def _loop_meta(body, start, step, n, carried, invariant) -> tuple[TensorMeta, ..
     if len(outs) != len(carried) or any(tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype
                                         for a, b in zip(outs, carried)):
         raise TypeError("loop: the body's outputs do not match its carried values")
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise TypeError(f"loop: the trip count must be an int >= 0, got {n!r}")
+    if not (isinstance(n, (int, np.integer)) and n >= 0 or isinstance(n, Sym)):
+        raise TypeError(f"loop: the trip count must be an int >= 0 or a size symbol, got {n!r}")
     return tuple(carried)
 
 
