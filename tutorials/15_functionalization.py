@@ -288,7 +288,10 @@ print(nested)
 # runs the same compiled code.  torch.compile has no twin here: it unrolls, so
 # each new count is a new graph.  A use of the count other than counting (a
 # branch on the index, `list(range(n))`, the last index in array arithmetic)
-# pins it to its value again.
+# pins it to its value again.  A Python float the body changes (`t += dt`)
+# is carried by the loop as a 0-d value that the body and the code after the
+# loop still see as a Python float, and so are the attributes a method called
+# in the loop sets (`self.u = ...`): one store of each follows the loop.
 
 # %%
 stepped = mc.compile(diffuse, backend="cpp")

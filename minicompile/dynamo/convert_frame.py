@@ -125,14 +125,27 @@ def _capture(fn: types.FunctionType, L: dict[str, Any],
         except RestartAnalysis as restart:
             if unrolled.get(restart.key) == "unroll":  # an unrolled loop never tries again
                 raise AssertionError(f"loop {restart.key} restarted twice") from None
-            how = "peel" if restart.peel and restart.key not in unrolled else "unroll"
+            how = _next_trial(unrolled.get(restart.key), restart)
             unrolled[restart.key] = how
+            retry = {"peel": "runs its first iteration unrolled", "unroll": "unrolls"}.get(
+                how, f"carries {', '.join(sorted(set(how[1] + how[2])))} as values of the loop")
             logs.log("loops", lambda: f"{fn.__qualname__}: the loop at {restart.key[0].co_name} "
-                     f"(offset {restart.key[1]}) "
-                     f"{'runs its first iteration unrolled' if how == 'peel' else 'unrolls'}: {restart.reason}")
+                     f"(offset {restart.key[1]}) {retry}: {restart.reason}")
             continue
         cap.seconds = time.perf_counter() - start
         return cap
+
+
+def _next_trial(before: Any, restart: RestartAnalysis) -> Any:
+    """How a loop is tried next after ``restart``: with more values carried (each
+    retry carries strictly more, so the retries end), its first iteration peeled
+    (once), or unrolled."""
+    carried = before if isinstance(before, tuple) else ("carry", (), ())
+    carry = tuple(sorted(set(carried[1]) | set(restart.carry)))
+    attributes = tuple(sorted(set(carried[2]) | set(restart.attributes)))
+    if (before is None or isinstance(before, tuple)) and (carry, attributes) != carried[1:]:
+        return ("carry", carry, attributes)
+    return "peel" if before is None and restart.peel else "unroll"
 
 
 def _capture_once(fn: types.FunctionType, L: dict[str, Any],
@@ -245,8 +258,8 @@ def _output_spec(var: VariableTracker, outputs: list[ir.Node], output: OutputGra
         node = var.node
         if node not in outputs:
             outputs.append(node)
-        if var.python is not None:
-            return ("python", (var.python, outputs.index(node)))
+        if var.eager_python is not None:
+            return ("python", (var.eager_python, outputs.index(node)))
         return ("scalar" if var.scalar else "array", outputs.index(node))
     if isinstance(var, (ConstantVariable, PythonObjectVariable)):
         sizes = _size_expression(var.value, output)
@@ -279,7 +292,7 @@ def _with_layouts(spec: Any, result: VariableTracker, outputs: list[ir.Node]) ->
     layouts = {}
 
     def visit(var: Any) -> None:
-        if isinstance(var, ArrayVariable) and not var.scalar and var.python is None and var.node in outputs:
+        if isinstance(var, ArrayVariable) and not var.scalar and var.eager_python is None and var.node in outputs:
             node = var.node
             strides = numpy_strides(var.layout, node.meta.shape, node.meta.dtype)
             if strides is not None:

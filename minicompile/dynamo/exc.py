@@ -69,10 +69,15 @@ class RestartAnalysis(BaseException):
     frame again from its start with that loop unrolled.  A BaseException, so that
     no handler of the program's own errors on the way up takes it."""
 
-    def __init__(self, key: tuple, reason: str, peel: bool = False):
+    def __init__(self, key: tuple, reason: str, peel: bool = False, carry: tuple[str, ...] = (),
+                 attributes: tuple[str, ...] = ()):
         super().__init__(reason)
         self.key = key
         self.reason = reason
+        # Try again with these carried by the loop: locals holding Python floats that
+        # change (t += dt), and attributes of the caller's objects the body sets (self.u = ...)
+        self.carry = carry
+        self.attributes = attributes
         # True: run the first iteration unrolled, then try the rest as one node
         # (a value that becomes an array in the first iteration: total = 0; total = total + x)
         self.peel = peel

@@ -31,6 +31,20 @@ Anything else — a ``break`` or ``return``, a branch on the index, a graph
 break, a growing list, a Python number that changes — unrolls the loop, and
 the ``loops`` log says why.
 
+A Python float that changes from one iteration to the next (``t += dt``) is
+found at the first trial's back edge; the trial then starts over with it
+*carried*: a 0-d float64 value of the loop that the body sees as a Python
+float (NEP 50's weak scalar), and the frame holds as one after the loop
+(returned, it is a Python float again).  Python ints that change still unroll
+(a Python int never overflows; int64 would).
+
+Attributes of the caller's objects that the body sets (``self.u = ...`` in a
+method called from the loop) or writes in place after reading them first in
+the body are carried the same way, found by a first trial: from the next
+trial's head they are locals of the loop named by their source
+(``L['self'].u``), the body's stores to them leave the side-effect log, and
+one store of each attribute's last value follows the loop.
+
 A loop inside the body is tried the same way while the body is traced, and
 becomes a loop node of the body's graph: its writes are checked against the
 outer loop too, and the outer index is a value it reads from outside.
@@ -66,11 +80,16 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     key = (tx.code, inst.offset)
     output = tx.output
     how = output.unrolled_loops.get(key)
+    # ("carry", floats, attributes): locals holding Python floats, and attributes of the
+    # caller's objects the body rebinds, carried as values of the loop
+    carry, attributes = (how[1], how[2]) if isinstance(how, tuple) else ((), ())
     if it.position != (1 if how == "peel" else 0) or how == "unroll":
         return False
     if isinstance(it.counted, SymbolicRange) and (output.loop_scope is not None or output.gradients_wanted):
         # Only the graph's own loops count a size input; a gradient writes the loop out.
         it.counted = it.items.values  # pinned to its value (guarded)
+    if isinstance(it.counted, SymbolicRange) and it.counted[it.position:].length is None:
+        it.counted = it.items.values  # no iteration for the example: pinned (guarded)
     if isinstance(it.counted, SymbolicRange):
         n = it.counted[it.position:].length  # any count: one node, whatever the unroll limit
     else:
@@ -78,9 +97,10 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
         if n == 0 or n <= config.loop_unroll_limit:
             return False
     try:
-        LoopTrace(tx, inst, it, key).run()
+        LoopTrace(tx, inst, it, key, carry, attributes).run()
     except Unsupported as e:
-        raise RestartAnalysis(key, e.reason, peel=getattr(e, "peel", False)) from None
+        raise RestartAnalysis(key, e.reason, peel=getattr(e, "peel", False), carry=getattr(e, "carry", carry),
+                              attributes=getattr(e, "attributes", attributes)) from None
     except RestartAnalysis:
         raise
     except Exception as e:  # a bug here must not cost the user the capture: unroll
@@ -126,6 +146,49 @@ def _python_number(var: ArrayVariable) -> bool:
     return var.weak is not None or var.python is not None
 
 
+def _python_float(var: Any) -> bool:
+    """A Python float: known now, or computed by the graph (a float a loop carried)."""
+    if isinstance(var, ConstantVariable):
+        return var.python_type() is float  # (a lazy constant's type is guarded, its value not yet)
+    return isinstance(var, ArrayVariable) and var.weak is not None and var.weak[0] is float and var.python is None
+
+
+def _python_float_var(node: ir.Node) -> ArrayVariable:
+    """A 0-d float64 node that eager code holds as a Python float (NEP 50's weak scalar)."""
+    var = ArrayVariable(node, scalar=True)
+    var.weak = (float, None, None)
+    return var
+
+
+class _Number:
+    """A local holding a Python float that changes in the body (``t += dt``): a carried
+    0-d float64 value of the loop, a Python float (weak) inside the body and after it.
+    Python's float arithmetic is IEEE double's, which the graph computes alike."""
+
+    def __init__(self, name: str, head: Any, body: ir.Graph):
+        if not _python_float(head):
+            raise Unsupported(f"{name!r} is not a Python float at the loop's head")
+        self.name, self.head = name, head
+        self.placeholder = body.placeholder(name, ir.TensorMeta((), np.dtype(np.float64)))
+        self.var = _python_float_var(self.placeholder)
+        self.out: ir.Node | None = None
+        self.result: ir.Node | None = None
+
+    def back_edge(self, var: Any, body: ir.Graph) -> None:
+        if not _python_float(var):
+            raise Unsupported(f"{self.name!r} stops being a Python float in the loop body")
+        self.out = _float_node(body, var)
+
+    def initial(self, main: ir.Graph) -> ir.Node:
+        return _float_node(main, self.head)
+
+
+def _float_node(graph: ir.Graph, var: Any) -> ir.Node:
+    if isinstance(var, ConstantVariable):
+        return graph.call("full", (), np.float64(var.value), dtype=np.dtype(np.float64))
+    return var.node
+
+
 def _view_key(var: ArrayVariable) -> tuple:
     return (tuple((s.op, s.args) for s in var.view), var.layout, var.readonly, var.scalar,
             tuple(var.node.meta.shape), var.node.meta.dtype)
@@ -134,8 +197,14 @@ def _view_key(var: ArrayVariable) -> tuple:
 class LoopTrace:
     """One trial: trace the body once, check the back edge, build the node."""
 
-    def __init__(self, tx: "InstructionTranslator", inst: Any, it: IteratorVariable, key: tuple):
+    def __init__(self, tx: "InstructionTranslator", inst: Any, it: IteratorVariable, key: tuple,
+                 carry: tuple[str, ...] = (), attributes: tuple[str, ...] = ()):
         self.tx, self.inst, self.it, self.key = tx, inst, it, key
+        self.carry = carry  # locals holding Python floats that change from one iteration to the next
+        # Attributes the body rebinds (self.u = ...), by their source (``L['self'].u``):
+        # locals of the loop under that name while the body is traced.
+        self.attributes = attributes
+        self.stored: set[str] = set()  # those of them the body stores (the others it writes in place)
         self.output = tx.output
         self.range = it.counted[it.position:]
         self.count = self.range.length if isinstance(self.range, SymbolicRange) else len(self.range)
@@ -148,23 +217,40 @@ class LoopTrace:
     # -- what the body may write ----------------------------------------------------------
 
     def check_write(self, storage: Storage, what: str) -> None:
-        """Called by functionalization for every write in the body."""
-        self.writes += 1
+        """Called by functionalization for every write in the body (one mutation of the
+        trace, counted by this loop and every loop around it)."""
+        scope: LoopTrace | None = self
+        while scope is not None:
+            scope.writes += 1
+            scope = scope.parent
+        self.note_write(storage, what)
+
+    def note_write(self, storage: Storage, what: str) -> None:
+        """``storage`` is written in the body: allowed only for the loop's own memories,
+        and a write in a nested body is one in the outer body too."""
         self.written.add(storage)
         if storage.forward is not None or len(storage.group.members) > 1:
             raise Unsupported(f"{what} in a loop body writes to arguments that share memory")
+        if storage.source is not None and storage.serial >= self.first_serial:
+            self._first_read_in_body(storage, what)
         if storage.serial < self.first_serial and storage not in self.carried_roots:
             raise Unsupported(f"{what} in a loop body writes to an array that is not a local of the loop")
-        if self.parent is not None:  # a write in a nested body is one in the outer body too
-            self.parent.check_write(storage, what)
+        if self.parent is not None:
+            self.parent.note_write(storage, what)
 
     # -- the trial ------------------------------------------------------------------------
 
     def run(self) -> None:
         tx, output = self.tx, self.output
         for_index = tx.ip - 1
+        # The back edge jumps to the FOR_ITER, or to the EXTENDED_ARG before it when its
+        # jump past the loop needs one (a long body).
+        head_index = for_index
+        while head_index > 0 and tx.instructions[head_index - 1].opname == "EXTENDED_ARG":
+            head_index -= 1
         exit_index = tx.index_of[self.inst.argval]
         self._load_arguments()
+        objects = self._load_attributes()
         head_locals = dict(tx.locals)
         head_stack = list(tx.stack)
         lengths = [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]
@@ -175,6 +261,7 @@ class LoopTrace:
         self.first_serial = next(Storage.serials)
         self.carried_roots = {g.root for g in groups if g.root is not None}
         saved_mutations, saved_effects = output.mutations, len(output.side_effects.log)
+        saved_stores = output.side_effects.attribute_stores
         for g in groups:
             g.placeholder = body.placeholder(g.names[0], g.head.meta)
             if g.root is not None:
@@ -186,6 +273,11 @@ class LoopTrace:
                 for name in g.names:
                     tx.locals[name] = fresh
                 g.body_var = fresh
+        numbers = [_Number(name, head_locals.get(name), body) for name in self.carry]
+        for num in numbers:
+            tx.locals[num.name] = num.var
+        for name, (obj, attr) in objects.items():  # the body reads them as the loop's values
+            output.side_effects.attributes[(obj.source.expr, attr)] = tx.locals[name]
         index_node = body.placeholder("index", INDEX_META)
         index = ArrayVariable(index_node, scalar=True)
         # Its bounds (None: a symbolic count), for NumPy's rule on a Python int meeting a small int dtype.
@@ -196,7 +288,7 @@ class LoopTrace:
         try:
             tx.push(index)
             for _ in range(MAX_BODY_STEPS):
-                if tx.ip == for_index:
+                if head_index <= tx.ip <= for_index:
                     break
                 if not for_index < tx.ip < exit_index:
                     raise Unsupported("the loop body leaves the loop (break)")
@@ -208,10 +300,9 @@ class LoopTrace:
             if len(tx.stack) != len(head_stack) or any(a is not b for a, b in zip(tx.stack, head_stack)) \
                     or lengths != [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]:
                 raise Unsupported("the loop body changes the stack (a comprehension that grows)")
-            if output.mutations - saved_mutations != self.writes or len(output.side_effects.log) != saved_effects:
-                raise Unsupported("the loop body changes a Python list, dict or object")
+            self._attribute_stores(saved_mutations, saved_effects, saved_stores, objects)
             # Still with the body as the current graph: reading a local may replay its view.
-            self._finish(main, body, groups, head_locals, head_views, index)
+            self._finish(main, body, groups, head_locals, head_views, index, numbers)
         finally:
             output.current, output.loop_scope = main, self.parent
 
@@ -224,6 +315,63 @@ class LoopTrace:
                     tx.load_local(name)
                 except Unsupported:
                     pass  # a value capture cannot hold: the body must not read it either
+
+    def _first_read_in_body(self, storage: Storage, what: str) -> None:
+        """A write to an array of the caller's that the body read first (``self.u[1:] += 1``):
+        an attribute of an object read before the loop is carried from the loop's head on
+        the next trial; anything else unrolls."""
+        from .variables.user_objects import UserObjectVariable
+
+        expr, _, attr = storage.source.expr.rpartition(".")
+        if attr.isidentifier() and isinstance(self.output._wrapped.get(expr), UserObjectVariable):
+            e = Unsupported(f"{what} in a loop body writes to {storage.source.expr}, first read in the body")
+            e.attributes = tuple(sorted({storage.source.expr, *self.attributes}))
+            raise e
+        raise Unsupported(f"{what} in a loop body writes to {storage.source.expr}, an array of the caller's "
+                          "first read in the body")
+
+    def _load_attributes(self) -> dict[str, tuple[Any, str]]:
+        """Each carried attribute's value at the head, as a local named by its source."""
+        from .variables.user_objects import UserObjectVariable, get_attr
+
+        self.objects: dict[str, tuple[Any, str]] = {}
+        for name in self.attributes:
+            expr, attr = name.rsplit(".", 1)
+            obj = self.output._wrapped.get(expr)
+            if not isinstance(obj, UserObjectVariable) or obj.source is None:
+                raise Unsupported(f"the loop body sets {name}, on an object not read before the loop")
+            self.tx.locals[name] = get_attr(self.tx, obj, attr)
+            self.objects[name] = (obj, attr)
+        return self.objects
+
+    def _attribute_stores(self, saved_mutations: int, saved_effects: int, saved_stores: int,
+                          objects: dict) -> None:
+        """At the back edge: the body's changes to Python objects must be stores to
+        carried attributes (their values become those locals' back-edge values, and
+        the stores leave the log: the loop stores each once, after it).  A store to
+        another attribute of the caller's objects starts the trial over, carrying it."""
+        from .variables.user_objects import UserObjectVariable
+
+        effects = self.output.side_effects
+        new = effects.log[saved_effects:]
+        mutations = self.output.mutations - saved_mutations - self.writes
+        if not new and not mutations:
+            return
+        stores = [e for e in new if e.kind == "setattr" and isinstance(e.target, UserObjectVariable)
+                  and e.target.source is not None]
+        if len(stores) != len(new) or not stores or mutations != effects.attribute_stores - saved_stores:
+            # (each mutation that is not a write to an array must be one of these stores)
+            raise Unsupported("the loop body changes a Python list, dict or object")
+        names = {f"{e.target.source.expr}.{e.name}" for e in stores}
+        self.stored = names  # stored again once, after the loop (the others are written in place)
+        if not names <= set(objects):
+            e = Unsupported(f"the loop body sets {', '.join(sorted(names - set(objects)))}")
+            e.attributes = tuple(sorted(names | set(objects)))
+            raise e
+        for name, (obj, attr) in objects.items():
+            self.tx.locals[name] = effects.attributes[(obj.source.expr, attr)]
+        del effects.log[saved_effects:]
+        self.output.mutations = saved_mutations + self.writes
 
     def _groups(self, head_locals: dict) -> list[_Group]:
         by_key: dict[int, _Group] = {}
@@ -245,12 +393,18 @@ class LoopTrace:
     # -- the back edge ----------------------------------------------------------------------
 
     def _finish(self, main: ir.Graph, body: ir.Graph, groups: list[_Group], head_locals: dict,
-                head_views: dict, index: ArrayVariable) -> None:
+                head_views: dict, index: ArrayVariable, numbers: list["_Number"]) -> None:
         tx = self.tx
         back = dict(tx.locals)
         temps: list[str] = []
+        changed_floats: list[str] = []
         for name in set(head_locals) | set(back):
             h, b = head_locals.get(name), back.get(name)
+            if name in self.carry:
+                continue  # a carried Python float (_Number)
+            if _python_float(h) and _python_float(b) and b is not h and not _same_value(h, b):
+                changed_floats.append(name)  # t += dt: the loop can carry it
+                continue
             if b is None:
                 raise Unsupported(f"the loop body deletes {name!r}")
             if b is index:
@@ -279,6 +433,13 @@ class LoopTrace:
                 e = Unsupported(f"the Python value {name!r} changes from one iteration to the next")
                 e.peel = isinstance(b, ArrayVariable)  # 0 before the loop, an array after the first pass
                 raise e
+        if changed_floats:
+            e = Unsupported(f"the Python floats {', '.join(sorted(changed_floats))} change from one iteration "
+                            "to the next")
+            e.carry = tuple(sorted(changed_floats))
+            raise e
+        for num in numbers:
+            num.back_edge(back.get(num.name), body)
         body_nodes = set(body.nodes)
         back_keys: dict[int, _Group] = {}
         for g in groups:
@@ -334,7 +495,7 @@ class LoopTrace:
                 g.placeholder = body.placeholder(name, k.node.meta)
         carried = [g for g in groups if self._changed(g)] + list(temp_groups.values())
         invariant = [g for g in groups if not self._changed(g)]
-        outs = [g.back.node for g in carried]
+        outs = [g.back.node for g in carried] + [num.out for num in numbers]
         # The body as a graph of its own: inputs in the loop op's order, values from outside lifted.
         body_nodes = set(body.nodes)
         lifted: dict[ir.Node, ir.Node] = {}
@@ -355,24 +516,28 @@ class LoopTrace:
         for node in body.calls:
             node.args = lift(node.args)
         outs = [lift(o) for o in outs]
-        order = [g.placeholder for g in carried] + [g.placeholder for g in invariant] + list(lifted.values())
+        order = ([g.placeholder for g in carried] + [num.placeholder for num in numbers]
+                 + [g.placeholder for g in invariant] + list(lifted.values()))
         body.nodes = order + [index.node] + [n for n in body.nodes if n.kind != "placeholder"]
         body.output(outs)
         body = passes.dead_code_elimination(body)
         # The node, in the graph the loop runs in.
         init = [self._zeros(main, g) if getattr(g, "temp", False) else g.head for g in carried]
+        init += [num.initial(main) for num in numbers]
         fixed = [g.head for g in invariant] + list(lifted)
         n = self.count
         loop = main.call("loop", body, self.range.start, self.range.step, n, tuple(init), tuple(fixed))
         loop.user_stack = self.output.user_stack()
-        for j, g in enumerate(carried):
+        for j, g in enumerate([*carried, *numbers]):
             g.result = main.call("loop_result", loop, j)
             g.result.user_stack = loop.user_stack
         # A rotation that wrote one of its buffers writes all of them, in some iteration.
         if any(g.root in self.written for g in self.cycles):
             for g in self.cycles:
                 g.root.written = True
-        self._rebind(groups, carried, perm, temp_groups, attached, external, back, index, n)
+                if self.parent is not None:  # the loop around sees every buffer of it written
+                    self.parent.note_write(g.root, "a rotation of buffers")
+        self._rebind(groups, carried, perm, temp_groups, attached, external, back, index, n, numbers)
 
     def _changed(self, g: _Group) -> bool:
         if getattr(g, "temp", False):
@@ -389,7 +554,7 @@ class LoopTrace:
 
     # -- after the loop -------------------------------------------------------------------
 
-    def _rebind(self, groups, carried, perm, temp_groups, attached, external, back, index, n) -> None:
+    def _rebind(self, groups, carried, perm, temp_groups, attached, external, back, index, n, numbers) -> None:
         tx, functional = self.tx, self.output.functional
         # Every memory the loop saw goes back to its value before the loop ...
         for g in groups:
@@ -449,11 +614,18 @@ class LoopTrace:
             v = back[name]
             if v.storage is not None:
                 v._seen = (v.storage.resolve()[0], -1)
+        for num in numbers:
+            new_locals[num.name] = _python_float_var(num.result)
         for name, v in back.items():
             if v is index:
                 new_locals[name] = ConstantVariable(self.range[-1])
         tx.locals.clear()
         tx.locals.update(new_locals)
+        for name, (obj, attr) in self.objects.items():  # one store of each attribute's last value
+            value = tx.locals.pop(name)
+            if name in self.stored:
+                self.output.side_effects.store_attr(obj, attr, value)
+                self.output.mutations += 1
         self.it.items, self.it.position = [], 0  # exhausted (its length would pin a symbolic count)
         tx.pop()
         tx.ip = tx.index_of[self.inst.argval] + VERSION.for_iter_exhausted_skip

@@ -90,8 +90,9 @@ class Reconstructor:
         """The graph output holding ``var``'s values (even for an array of the caller's)."""
         if var.node.kind == "placeholder":
             return var.source.expr
-        if var.python is not None:  # eager had a Python value (np.allclose's bool)
-            return f"{self.named('___python_result', python_result)}({self.const(var.python)}, {self.node_value(var.node)})"
+        if var.eager_python is not None:  # eager had a Python value (np.allclose's bool, a float a loop carried)
+            return (f"{self.named('___python_result', python_result)}({self.const(var.eager_python)}, "
+                    f"{self.node_value(var.node)})")
         return self.node_value(var.node, var.scalar)
 
     def node_value(self, node: ir.Node, scalar: bool = False) -> str:

@@ -85,6 +85,8 @@ class SideEffects:
     globals: dict[str, VariableTracker] = field(default_factory=dict)
     # the caller's lists and dicts the trace has wrapped (variables/frame_containers.py)
     containers: list[Any] = field(default_factory=list)
+    # how many attribute stores the trace made (a loop body's may be carried: loop_capture.py)
+    attribute_stores: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.log)
@@ -101,6 +103,7 @@ class SideEffects:
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
         self.attributes[(obj.source.expr, name)] = value
+        self.attribute_stores += 1
         self.record(Effect("setattr", obj, name, (value,)))
 
     def delete_attr(self, obj: VariableTracker, name: str) -> None:

@@ -13,7 +13,9 @@ against central differences.  MINICOMPILE_TEST_EXAMPLES raises the count.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
+import warnings
 from typing import Any
 
 import numpy as np
@@ -38,7 +40,12 @@ STATEMENTS = [
     "un = u.copy()\nu[1:] = un[:-1] + 0.1 * v[1:]",
     "u, v = v, u",
     "v = np.where(v > 0, v, 0.1 * v) + np.float32(0.5)",
+    "t = t * 0.5 + i * 0.01",  # a Python float that changes: carried by the loop
+    "u = u * (1.0 - t * 0.001)\nt += 0.25",
 ]
+
+
+FELL_BACK = ".*the compiled code of .* raised"  # minicompile's warning when it runs the function as Python
 
 
 def writes_then_rebinds(statements: list[str]) -> bool:
@@ -51,7 +58,7 @@ def writes_then_rebinds(statements: list[str]) -> bool:
 
 def program(statements: list[str]) -> str:
     body = textwrap.indent("\n".join(statements), " " * 8)
-    return f"def f(u, v, n):\n    for i in range(n):\n{body}\n    return u, v\n"
+    return f"def f(u, v, n):\n    t = 0.5\n    for i in range(n):\n{body}\n    return u, v, t\n"
 
 
 def build(source: str):
@@ -78,12 +85,15 @@ def check(fn, backend: "str | Any", n: int, dtype, *more) -> None:
     u0, v0 = rng.standard_normal(9).astype(dtype), rng.standard_normal(9).astype(dtype)
     u, v = u0.copy(), v0.copy()
     compiled = mc.compile(fn, backend=backend) if isinstance(backend, str) else backend
-    got = compiled(u, v, n, *more)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=FELL_BACK)  # a crash in compiled code fails the test
+        got = compiled(u, v, n, *more)
     ue, ve = u0.copy(), v0.copy()
     want = fn(ue, ve, n, *more)
     tol = 1e-4 if dtype == np.float32 else 1e-9
+    assert len(got) == len(want)
     for g, w in zip(got, want):
-        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w)
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
     np.testing.assert_allclose(u, ue, rtol=tol, atol=tol)  # writes to the arguments
     np.testing.assert_allclose(v, ve, rtol=tol, atol=tol)
@@ -134,8 +144,8 @@ INNER_STATEMENTS = STATEMENTS + [
 def nested_program(inner: list[str], outer: list[str]) -> str:
     inner_body = textwrap.indent("\n".join(inner), " " * 12)
     outer_body = textwrap.indent("\n".join(outer), " " * 8)
-    return (f"def f(u, v, n, m):\n    for i in range(n):\n        for j in range(m):\n{inner_body}\n"
-            f"{outer_body}\n    return u, v\n")
+    return (f"def f(u, v, n, m):\n    t = 0.5\n    for i in range(n):\n        for j in range(m):\n{inner_body}\n"
+            f"{outer_body}\n    return u, v, t\n")
 
 
 def loop_depth(graph) -> int:
@@ -335,8 +345,15 @@ def peeled(u, steps):
     return acc
 
 
+def from_three(u, steps):
+    i = -5
+    for i in range(3, steps):  # no iteration at all for steps <= 3: i keeps -5
+        u = u * 0.5 + i
+    return u, i
+
+
 @pytest.mark.parametrize("backend", ["eager", "cpp", "triton"])
-@pytest.mark.parametrize("fn", [heat_1d, rotate, peeled])
+@pytest.mark.parametrize("fn", [heat_1d, rotate, peeled, from_three])
 def test_a_trip_count_that_changes_is_a_symbol_not_a_recompile(backend, fn):
     """A loop counting to an int argument: once the int has changed, one loop node counts
     ``s0`` times for every later value (0 and 1 stay specialized).  Before, every new
@@ -371,3 +388,148 @@ def test_a_symbolic_trip_count_is_pinned_where_a_gradient_writes_the_loop_out():
         eps = 1e-6
         numeric = [(f(u, w + eps * e, steps) - f(u, w - eps * e, steps)) / (2 * eps) for e in np.eye(4)]
         np.testing.assert_allclose(W.grad, numeric, rtol=1e-5, atol=1e-7)
+
+
+def rotation_inside_a_loop(u, v, n, m):
+    for i in range(n):
+        for j in range(m):
+            un = u.copy()
+            u[1:] = un[:-1] + 0.1 * v[1:]
+            u, v = v, u
+    return u, v
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_a_rotation_in_a_nested_loop_writes_both_buffers_for_the_outer_loop(backend, every_loop_a_node):
+    """Found by the nested-loop generator: an inner loop rotating ``u, v`` writes both
+    memories (one in odd iterations), but the outer loop saw only the write its trace
+    of one inner iteration made, kept ``v`` invariant and returned it unchanged."""
+    for n, m in ((3, 6), (7, 6), (4, 5)):
+        rng = np.random.default_rng(0)
+        got_args, want_args = [rng.standard_normal(9) for _ in range(2)], None
+        want_args = [a.copy() for a in got_args]
+        mc.reset()
+        got, want = mc.compile(rotation_inside_a_loop, backend=backend)(*got_args, n, m), \
+            rotation_inside_a_loop(*want_args, n, m)
+        for g, w in zip([*got, *got_args], [*want, *want_args]):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+@pytest.mark.capture
+def test_a_long_loop_body_is_one_node():
+    """Found by the nested-loop generator: a body long enough that FOR_ITER's jump
+    needs an EXTENDED_ARG has its back edge jump to that EXTENDED_ARG, which the
+    trial took for a jump out of the loop, so every long body unrolled."""
+    source = "def f(u, n):\n    for i in range(n):\n" + \
+        "        u = u * 0.5 + np.abs(u - 1.0) / (1.0 + u * u)\n" * 30 + "    return u\n"
+    fn = build(source)
+    ex = mc.explain(fn)(np.ones(4), 40)
+    assert [n.op.name for n in ex.graphs[0].calls].count("loop") == 1
+    np.testing.assert_allclose(mc.compile(fn, backend="cpp")(np.ones(4), 40), fn(np.ones(4), 40))
+
+
+class State:
+    """What a simulation object holds: arrays and a clock, as attributes."""
+
+    def __init__(self, u, v):
+        self.u, self.v, self.t = u, v, 0.5
+
+
+def on_attributes(statement: str) -> str:
+    """A statement of STATEMENTS written on ``s.u``/``s.t`` (attributes of an object)."""
+    return re.sub(r"\bt\b", "s.t", re.sub(r"\bu\b", "s.u", statement))
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([on_attributes(s) for s in STATEMENTS]), min_size=1, max_size=4),
+       st.sampled_from([np.float32, np.float64]))
+def test_random_loop_bodies_on_attributes(statements, dtype):
+    """Loops that rebind or write attributes of an object (``s.u = ...``, ``s.u[1:] = ...``,
+    ``s.t += 0.25``): the attributes are carried by the loop node, stored once after it;
+    the object's state afterwards, the arrays it held and the results all match NumPy."""
+    body = textwrap.indent("\n".join(statements), " " * 8)
+    source = f"def f(s, v, n):\n    for i in range(n):\n{body}\n    return s.u, v, s.t\n"
+    note(source)
+    fn = build(source)
+    rng = np.random.default_rng(0)
+    u0, v0 = rng.standard_normal(9).astype(dtype), rng.standard_normal(9).astype(dtype)
+    old = config.loop_unroll_limit
+    config.loop_unroll_limit = 0
+    try:
+        for backend in ("eager", "cpp", "triton"):
+            mc.reset()
+            compiled = mc.compile(fn, backend=backend)
+            for n in (30, 31, 0, 2):
+                s, se = State(u0.copy(), v0.copy()), State(u0.copy(), v0.copy())
+                held, held_e = s.u, se.u  # the array the object held before the call
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("error", message=FELL_BACK)
+                    got = compiled(s, s.v, n)
+                want = fn(se, se.v, n)
+                tol = 1e-4 if dtype == np.float32 else 1e-9
+                for g, w in zip([*got, s.u, s.v, s.t, held], [*want, se.u, se.v, se.t, held_e]):
+                    assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+                    np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+                assert (s.u is held) == (se.u is held_e) and (got[0] is s.u) == (want[0] is se.u)
+    finally:
+        config.loop_unroll_limit = old
+
+
+class Simulation:
+    def __init__(self):
+        self.u, self.t, self.dt = np.linspace(0.0, 1.0, 16), 0.0, 0.01
+
+    def step(self):
+        self.u = self.u + self.dt * np.cos(self.t) * (np.roll(self.u, 1) - self.u)
+        self.u[0] = 0.0
+        self.t += self.dt
+
+    def run(self, steps):
+        for _ in range(steps):
+            self.step()
+        return self.u
+
+
+@pytest.mark.parametrize("backend", ["eager", "cpp", "triton"])
+def test_a_method_stepping_its_attributes_is_one_loop_node(backend):
+    """``self.u = ...`` and ``self.t += dt`` in a loop used to unroll it ("the loop body
+    changes a Python object"): they are now values the loop node carries."""
+    sim = Simulation()
+    ex = mc.explain(sim.run)(200)
+    assert ex.graph_count == 1 and ex.graph_break_count == 0 and ex.op_count < 10
+    assert "loop" in [n.op.name for n in ex.graphs[0].calls]
+    got_sim, want_sim = Simulation(), Simulation()
+    got, want = mc.compile(got_sim.run, backend=backend)(200), want_sim.run(200)
+    assert got is got_sim.u and type(got_sim.t) is float
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert got_sim.t == want_sim.t  # the clock, bit for bit
+
+
+def test_an_array_of_the_callers_written_in_place_in_a_loop_body_stays_right():
+    """An attribute or dict item first read in the body and written in place: it was a
+    crash inside the compiled code (a write-back of a body's node); an attribute is
+    now carried, anything else unrolls."""
+    class Holder:
+        def __init__(self):
+            self.u = np.zeros(5)
+
+        def run(self, n):
+            for i in range(n):
+                self.u[1:] += 1.0
+            return self.u
+
+    def in_dict(d, n):
+        for i in range(n):
+            d["u"][1:] += 1.0
+        return d["u"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to Python
+        h = Holder()
+        held = h.u
+        assert mc.compile(h.run, backend="cpp")(20) is held
+        np.testing.assert_array_equal(held, [0, 20, 20, 20, 20])
+        d = {"u": np.zeros(5)}
+        held = d["u"]
+        assert mc.compile(in_dict, backend="cpp")(d, 20) is held
+        np.testing.assert_array_equal(held, [0, 20, 20, 20, 20])

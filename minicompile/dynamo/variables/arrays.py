@@ -76,6 +76,11 @@ class ArrayVariable(VariableTracker):
     # where known), which NumPy converts to the other operand's dtype (NEP 50).
     weak: Any = None
 
+    @property
+    def eager_python(self) -> type | None:
+        """The Python type eager code holds for this value (None: an array or NumPy scalar)."""
+        return self.python or (self.weak[0] if self.weak is not None else None)
+
     def python_type(self) -> type:
         if self.weak is not None:
             return self.weak[0]

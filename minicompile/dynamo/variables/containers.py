@@ -219,9 +219,11 @@ class SymbolicRange:
         raise TypeError("a symbolic range has no int length: read .length")
 
     @property
-    def length(self) -> "Sym | int":
+    def length(self) -> "Sym | int | None":
+        """The count, known to be at least 1 for every value the guards allow (guarded
+        where not static: a symbol is at least 2); None where the example's is 0."""
         n = self.stop - self.start
-        return n if n >= 0 else 0  # decided once, guarded (a symbol is at least 2)
+        return n if n >= 1 else None
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice) and index.stop is None and index.step is None:
@@ -379,10 +381,8 @@ def next_item(it: VariableTracker) -> VariableTracker | None:
     if not isinstance(it, IteratorVariable):
         raise Unsupported(f"for loop over {it.describe()}")
     if isinstance(it.counted, SymbolicRange) and it.position == 0 and isinstance(it.items, RangeItems) \
-            and not it.items.pinned:
+            and not it.items.pinned and it.counted.length is not None:
         # The first item of range(s0) (a loop whose first iteration is peeled): no pin.
-        if not it.counted.length > 0:
-            return None
         it.position = 1
         return ConstantVariable(it.counted.start)
     if it.position < len(it.items):
