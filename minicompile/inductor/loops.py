@@ -27,28 +27,33 @@ import numpy as np
 from .. import ir
 from ..ir.graph import _map_nodes
 from ..ir.loops import has_loops  # noqa: F401  (re-exported for the backends)
+from ..ir.ops.registry import array_module, is_device_array
 from ..ir.symbolic import SymbolicUnsupported, is_symbolic, substitute
 from .compiled import CompiledGraph
 
 LoopRunner = Callable[[int, int, int, list, list], tuple]
 
 
-def example(meta: ir.TensorMeta) -> np.ndarray:
-    return np.zeros(tuple(meta.shape), meta.dtype)
+def example(meta: ir.TensorMeta, xp: Any = np) -> Any:
+    """Zeros of ``meta`` in the array module ``xp`` (CuPy's where the graph's inputs are)."""
+    return xp.zeros(tuple(meta.shape), meta.dtype)
 
 
-def contiguous(value: Any) -> np.ndarray:
-    """C-contiguous, 0-d kept 0-d (``np.ascontiguousarray`` makes it 1-d)."""
-    return np.asarray(value, order="C")
+def contiguous(value: Any) -> Any:
+    """C-contiguous in its own array module, 0-d kept 0-d (``ascontiguousarray``
+    makes it 1-d)."""
+    return array_module(value).asarray(value, order="C")
 
 
 def host_loop(compiled_body: Callable[..., tuple]) -> LoopRunner:
-    """The loop in Python, calling the compiled body once per iteration."""
+    """The loop in Python, calling the compiled body once per iteration (the index a
+    0-d int64 array in the carried values' module: on the device for CuPy's)."""
 
     def run(n: int, start: int, step: int, carried: list, invariant: list) -> tuple:
         values = list(carried)
+        xp = array_module(values[0]) if values else np
         for k in range(n):
-            index = np.array(start + k * step, dtype=np.int64)
+            index = xp.array(start + k * step, dtype=np.int64)
             values = [contiguous(v) for v in compiled_body(*values, *invariant, index)]
         return fresh_results(values, carried, invariant)
 
@@ -125,6 +130,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
     users = graph.users()
     if graph.is_dynamic:
         symbolic_count_only(graph, users)
+    xp = next((array_module(x) for x in example_inputs if is_device_array(x)), np)
     order = {n: i for i, n in enumerate(graph.nodes)}
     examples: dict[ir.Node, Any] = dict(zip(graph.placeholders, example_inputs))
     steps: list[tuple] = []
@@ -139,7 +145,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
         later = {n for n in pending if n in graph.outputs or any(order[u] > last for u in users[n])}
         sub, inputs, outputs = _segment(list(pending), later)
         compiled = compile_graph(sub, [examples.get(i) if i in examples and i.kind == "placeholder"
-                                       else example(i.meta) for i in inputs])
+                                       else example(i.meta, xp) for i in inputs])
         parts.append((f"segment {len(parts)}", compiled))
         steps.append(("segment", compiled, inputs, outputs))
         pending.clear()
@@ -148,7 +154,7 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
         if node.op.name == "loop":
             flush()
             body, start, step, n, carried, invariant = node.args
-            compiled_body, run = make_loop(body, [example(p.meta) for p in body.placeholders])
+            compiled_body, run = make_loop(body, [example(p.meta, xp) for p in body.placeholders])
             parts.append((f"{node.name}: body, run {n} times", compiled_body))
             steps.append(("loop", run, node, list(carried), list(invariant), n, start, step))
             dynamic_counts = dynamic_counts or is_symbolic(n)

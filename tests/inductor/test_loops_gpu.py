@@ -1,0 +1,61 @@
+"""Loop nodes on CuPy arrays with the Triton backend (the H200): a host loop launches
+the body's kernels with its carried values, index and examples on the device.
+
+Before, a loop node on device arrays fell back to Python: the host loop made its
+index and contiguous copies with NumPy, which CuPy refuses to convert implicitly.
+Run on the GPU machine: ``python3 -m pytest tests/inductor/test_loops_gpu.py``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from gpu_device import cp, requires_gpu  # noqa: E402  (skips without CuPy and Triton)
+
+pytestmark = requires_gpu
+
+import minicompile as mc  # noqa: E402
+
+
+def heat(u, steps):
+    t = 0.0
+    for i in range(steps):
+        u = u + 0.1 * (cp.roll(u, 1) - 2 * u + cp.roll(u, -1)) * (1.0 - t)
+        t += 0.001
+    return u, t
+
+
+class Simulation:
+    def __init__(self):
+        self.u, self.t = cp.linspace(0.0, 1.0, 1 << 16), 0.0
+
+    def run(self, steps):
+        for _ in range(steps):
+            self.u = self.u * 0.999 + 0.001
+            self.u[0] = 0.0
+            self.t += 0.5
+        return self.u
+
+
+def test_a_loop_on_device_arrays_runs_its_kernels_on_the_device():
+    compiled = mc.compile(heat, backend="triton")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to Python
+        for steps in (100, 250, 400, 1000, 17, 3):
+            u = cp.linspace(0.0, 1.0, 4096)
+            (got, t), (want, t_want) = compiled(u.copy(), steps), heat(u.copy(), steps)
+            assert type(got) is type(want) and type(t) is float and t == t_want
+            np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=1e-12, atol=1e-12)
+    assert len(compiled.cache) <= 3  # 100, then one symbolic count (3 unrolls: below the limit)
+
+
+def test_a_method_stepping_device_attributes_is_one_loop_node():
+    got_sim, want_sim = Simulation(), Simulation()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mc.compile(got_sim.run, backend="triton")(300)
+    want = want_sim.run(300)
+    assert got is got_sim.u and got_sim.t == want_sim.t
+    np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=1e-12)
