@@ -1,7 +1,8 @@
 """``make bench``, section "loops": time-stepping NumPy programs, one loop node each.
 
 In:  the programs below — a heat-diffusion stencil stepped 1,000 times, a
-     1-D wave equation (rotating three buffers) and a Mandelbrot set (complex
+     1-D wave equation (rotating three buffers), a forced wave keeping a clock
+     (a Python float the loop carries) and a Mandelbrot set (complex
      ``z = z*z + c`` and an escape count) — in plain NumPy.
 Out: a table (NumPy vs minicompile's C++ backend, median of repeated runs
      after warm-up) with compile times, and the same numbers as dicts.
@@ -44,6 +45,19 @@ def wave(u, steps):
     return u
 
 
+def forced_wave(u, steps):
+    """A damped wave driven at one end, with a clock: the Python float ``t`` the loop
+    carries (``t += dt``) as a value of the loop node."""
+    v = np.zeros_like(u)
+    t, dt = 0.0, 0.05
+    for _ in range(steps):
+        v = 0.999 * v + dt * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+        v[0] = np.sin(t)
+        u = u + dt * v
+        t += dt
+    return u
+
+
 def mandelbrot(c, steps):
     z = np.zeros_like(c)
     count = np.zeros(c.shape, np.int64)
@@ -59,7 +73,8 @@ def _programs(quick: bool) -> list[tuple[str, Any, Any]]:
     grid[side // 4: side // 2, side // 4: side // 2] = 1.0
     line = np.sin(np.linspace(0, 8 * np.pi, length))
     re, im = np.meshgrid(np.linspace(-2.0, 0.6, plane), np.linspace(-1.2, 1.2, plane))
-    return [("heat 2-D stencil", heat, grid), ("wave 1-D", wave, line), ("mandelbrot", mandelbrot, re + 1j * im)]
+    return [("heat 2-D stencil", heat, grid), ("wave 1-D", wave, line), ("forced wave, clock", forced_wave, line),
+            ("mandelbrot", mandelbrot, re + 1j * im)]
 
 
 def _first_call(fn, u, steps) -> float:

@@ -568,6 +568,8 @@ def lower_take_along_axis(node: ir.Node) -> L.Pointwise:
 def lower_roll(node: ir.Node) -> L.Pointwise:
     """``np.roll(x, shift, axis)``: ``out[i] = x[(i - shift) mod n]`` along each rolled axis."""
     x, shift, axis = node.arg("a"), node.arg("shift"), node.arg("axis")
+    if axis is None and isinstance(x, ir.Node) and len(x.shape) == 1:
+        axis = 0  # a 1-d array is its own flattening
     if not isinstance(x, ir.Node) or axis is None or not all(isinstance(n, int) for n in x.shape):
         raise Unsupported("np.roll over the flattened array or of a symbolic size")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
