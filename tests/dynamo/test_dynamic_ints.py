@@ -122,16 +122,22 @@ def test_an_int_changing_with_an_array_size_shares_its_symbol():
     assert_same(compiled(x.reshape(6, 4), 4), rows(x.reshape(6, 4), 4))
 
 
+def called_with_ints(f, values=(2, 3, 4, 3)):
+    """``f`` compiled (eager) and called with each int, checked against NumPy each time."""
+    compiled = mc.compile(f, backend="eager")
+    for n in values:
+        x = rand(3)
+        assert_same(compiled(x, n), f(x, n))
+    return compiled
+
+
 def test_a_loop_over_the_int_counts_symbolically():
     def f(x, n):
         for i in range(n):
             x = x + i
         return x
 
-    compiled = mc.compile(f, backend="eager")
-    for n in (2, 3, 4, 3):
-        x = rand(3)
-        assert_same(compiled(x, n), f(x, n))
+    compiled = called_with_ints(f)
     # The first value is guarded (its short loop unrolled); then one loop node counts s0 times.
     assert len(compiled.cache) == 2
     graph = compiled.cache[1].capture.graph
@@ -145,10 +151,7 @@ def test_a_loop_over_the_int_stays_specialized_where_it_unrolls():
                 x = x + i
         return x
 
-    compiled = mc.compile(f, backend="eager")
-    for n in (2, 3, 4, 3):
-        x = rand(3)
-        assert_same(compiled(x, n), f(x, n))
+    compiled = called_with_ints(f)
     assert len(compiled.cache) == 3  # one per value seen
     assert "L['n'] == 4" in guards_of(compiled, 2)
 

@@ -12,6 +12,7 @@ against central differences.  MINICOMPILE_TEST_EXAMPLES raises the count.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import textwrap
@@ -104,15 +105,25 @@ def every_loop_a_node(monkeypatch):
     monkeypatch.setattr(config, "loop_unroll_limit", 0)
 
 
+@contextlib.contextmanager
+def loops_as_nodes():
+    """Every counted loop tried as a node, short ones too (hypothesis tests cannot take
+    the function-scoped fixture above)."""
+    old = config.loop_unroll_limit
+    config.loop_unroll_limit = 0
+    try:
+        yield
+    finally:
+        config.loop_unroll_limit = old
+
+
 @SETTINGS
 @given(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=4), st.sampled_from([np.float32, np.float64]))
 def test_random_loop_bodies(statements, dtype):
     source = program(statements)
     note(source)
     fn = build(source)
-    old = config.loop_unroll_limit
-    config.loop_unroll_limit = 0
-    try:
+    with loops_as_nodes():
         u, v = np.ones(9, dtype), np.ones(9, dtype)
         sizes = []
         for n in (3, 300):
@@ -131,8 +142,6 @@ def test_random_loop_bodies(statements, dtype):
             compiled = mc.compile(fn, backend=backend)  # one cache: the count becomes a symbol
             for n in (40, 41, 2, 0, 1, 57):
                 check(fn, compiled, n, dtype)
-    finally:
-        config.loop_unroll_limit = old
 
 
 INNER_STATEMENTS = STATEMENTS + [
@@ -162,9 +171,7 @@ def test_random_nested_loops(inner, outer, dtype):
     source = nested_program(inner, outer)
     note(source)
     fn = build(source)
-    old = config.loop_unroll_limit
-    config.loop_unroll_limit = 0
-    try:
+    with loops_as_nodes():
         u, v = np.ones(9, dtype), np.ones(9, dtype)
         sizes = {}
         for n, m in ((3, 4), (30, 50)):
@@ -179,8 +186,6 @@ def test_random_nested_loops(inner, outer, dtype):
             compiled = mc.compile(fn, backend=backend)  # one cache: the outer count becomes a symbol
             for n, m in ((3, 5), (4, 5), (0, 3), (2, 0), (7, 6)):
                 check(fn, compiled, n, dtype, m)
-    finally:
-        config.loop_unroll_limit = old
 
 
 def stencil(u, steps):
@@ -453,9 +458,7 @@ def test_random_loop_bodies_on_attributes(statements, dtype):
     fn = build(source)
     rng = np.random.default_rng(0)
     u0, v0 = rng.standard_normal(9).astype(dtype), rng.standard_normal(9).astype(dtype)
-    old = config.loop_unroll_limit
-    config.loop_unroll_limit = 0
-    try:
+    with loops_as_nodes():
         for backend in ("eager", "cpp", "triton"):
             mc.reset()
             compiled = mc.compile(fn, backend=backend)
@@ -471,8 +474,6 @@ def test_random_loop_bodies_on_attributes(statements, dtype):
                     assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
                     np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
                 assert (s.u is held) == (se.u is held_e) and (got[0] is s.u) == (want[0] is se.u)
-    finally:
-        config.loop_unroll_limit = old
 
 
 class Simulation:
