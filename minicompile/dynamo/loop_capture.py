@@ -286,7 +286,7 @@ class LoopTrace:
         head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
         output.current, output.loop_scope = body, self
         try:
-            tx.push(index)
+            tx.push(self._item(index))
             for _ in range(MAX_BODY_STEPS):
                 if head_index <= tx.ip <= for_index:
                     break
@@ -305,6 +305,7 @@ class LoopTrace:
             self._finish(main, body, groups, head_locals, head_views, index, numbers)
         finally:
             output.current, output.loop_scope = main, self.parent
+        self._rows_after_the_loop()
 
     def _load_arguments(self) -> None:
         """Read every argument now, so that none first enters the graph inside the body."""
@@ -315,6 +316,48 @@ class LoopTrace:
                     tx.load_local(name)
                 except Unsupported:
                     pass  # a value capture cannot hold: the body must not read it either
+
+    # -- iterating over arrays' rows ---------------------------------------------------------
+
+    def _item(self, index: ArrayVariable) -> VariableTracker:
+        """What FOR_ITER hands the body: the index, or for ``for row in x`` (``enumerate``,
+        ``zip``) the rows at it, ``np.take(x, index, axis=0)``.  Eager's row is a view of
+        ``x``: a write through it, or to ``x`` itself, unrolls the loop (read-only here,
+        and checked at the back edge), so a copy reads the same values."""
+        self.row_items: list[ArrayVariable] = []
+        self.row_names: dict[str, int] = {}
+        rows = self.it.rows
+        if rows is None:
+            return index
+        position = ArrayVariable(index.node, scalar=True)  # an int64 array for np.take, not a Python int
+        for a in rows.arrays:
+            item = self.output.call("take", {"a": a, "indices": position, "axis": ConstantVariable(0)})
+            item.readonly = True
+            self.row_items.append(item)
+        return rows._pack(self.row_items, index if rows.start is not None else None)
+
+    def _check_rows(self, back: dict) -> None:
+        rows = self.it.rows
+        if rows is None:
+            return
+        for a in rows.arrays:
+            root = a.storage.resolve()[0] if a.storage is not None else None
+            if root is not None and root in self.written:
+                raise Unsupported("the loop body writes to the array it iterates over (its rows are views)")
+        for name, value in back.items():
+            for j, item in enumerate(self.row_items):
+                if value is item:
+                    self.row_names[name] = j
+
+    def _rows_after_the_loop(self) -> None:
+        """A local holding a row after the loop is the view eager holds: the last row."""
+        from .variables.arrays import getitem
+
+        if self.it.rows is None:
+            return
+        last = ConstantVariable(self.range[-1])
+        for name, j in self.row_names.items():
+            self.tx.locals[name] = getitem(self.tx, self.it.rows.arrays[j], last)
 
     def _first_read_in_body(self, storage: Storage, what: str) -> None:
         """A write to an array of the caller's that the body read first (``self.u[1:] += 1``):
@@ -398,10 +441,11 @@ class LoopTrace:
         back = dict(tx.locals)
         temps: list[str] = []
         changed_floats: list[str] = []
+        self._check_rows(back)
         for name in set(head_locals) | set(back):
             h, b = head_locals.get(name), back.get(name)
-            if name in self.carry:
-                continue  # a carried Python float (_Number)
+            if name in self.carry or name in self.row_names:
+                continue  # a carried Python float (_Number), or a row of the iterated arrays
             if _python_float(h) and _python_float(b) and b is not h and not _same_value(h, b):
                 changed_floats.append(name)  # t += dt: the loop can carry it
                 continue

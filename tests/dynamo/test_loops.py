@@ -540,3 +540,82 @@ def test_an_array_of_the_callers_written_in_place_in_a_loop_body_stays_right():
         held = d["u"]
         assert mc.compile(in_dict, backend="cpp")(d, 20) is held
         np.testing.assert_array_equal(held, [0, 20, 20, 20, 20])
+
+
+def rows_decayed(x, y):
+    acc = np.zeros(x.shape[1])
+    for row in x:
+        acc = acc * 0.9 + row
+    return acc, row  # the last row: a view of x, as eager's
+
+
+def rows_zipped(x, y):
+    acc = np.zeros(x.shape[1])
+    for a, b in zip(x, y[::-1]):
+        acc = acc + a * b
+    return acc, a, b
+
+
+def rows_enumerated(x, y):
+    acc = np.zeros(x.shape[1])
+    for i, row in enumerate(x[::2]):
+        acc = acc + row * i
+    return acc, i
+
+
+def elements_summed(x, y):
+    s = 0.0
+    for v in x[:, 0]:  # NumPy scalars
+        s = s + v * 2
+    return s
+
+
+def rows_written_through(x, y):
+    for row in x:
+        row *= 2  # a write through the view: the loop unrolls
+    return x
+
+
+def rows_while_the_array_changes(x, y):
+    acc = np.zeros(x.shape[1])
+    for row in x:
+        x[:, 0] += 1  # eager's later rows see it: the loop unrolls
+        acc = acc + row
+    return acc
+
+
+def last_row_written_after_the_loop(x, y):
+    acc = np.zeros(x.shape[1])
+    for row in x:
+        acc = acc + row
+    row[0] = -5.0  # reaches x, as eager's view does
+    return x, acc
+
+
+ROW_LOOPS = {rows_decayed: True, rows_zipped: True, rows_enumerated: True, elements_summed: True,
+             rows_written_through: False, rows_while_the_array_changes: False,
+             last_row_written_after_the_loop: True}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", list(ROW_LOOPS), ids=lambda f: f.__name__)
+def test_a_loop_over_an_arrays_rows_is_one_node(fn, backend):
+    """``for row in x``, ``zip(x, y)`` and ``enumerate(x)`` over a long first axis: one
+    loop node that takes each row at the loop's index (50 rows gave 150 ops before).  A
+    write through a row or to the array iterated unrolls; a row kept after the loop is
+    the view of the last row that eager holds."""
+    def arrays():
+        return np.arange(200.0).reshape(50, 4), np.linspace(1.0, 2.0, 240).reshape(60, 4)
+
+    graph = mc.explain(fn)(*arrays()).graphs[0]
+    assert ("loop" in [n.op.name for n in graph.calls]) == ROW_LOOPS[fn]
+    got_args, want_args = arrays(), arrays()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=FELL_BACK)
+        got = mc.compile(fn, backend=backend)(*got_args)
+    want = fn(*want_args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert type(g) is type(w)
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    for g, w in zip(got_args, want_args):
+        np.testing.assert_array_equal(g, w)

@@ -42,6 +42,7 @@ from .containers import (
     container_methods,
     is_constant,
     python_value,
+    row_iterator,
     sequence_items,
     symbolic_range,
     wrap_value,
@@ -413,12 +414,18 @@ def _dict(tx, args, kwargs):
 def _zip(tx, args, kwargs):
     if kwargs:
         raise Unsupported("zip(strict=...) is not supported yet")
+    rows = row_iterator(tx, list(args)) if len(args) > 1 else None
+    if rows is not None:  # zip(x, y) over arrays: a long loop over it may be a loop node
+        return rows
     columns = [sequence_items(tx, a) for a in args]
     return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
 
 
 def _enumerate(tx, args, kwargs):
     start = python_value(kwargs.get("start", args[1] if len(args) > 1 else ConstantVariable(0)))
+    rows = row_iterator(tx, [args[0]], start) if type(start) is int else None
+    if rows is not None:  # enumerate(x) over an array: a long loop over it may be a loop node
+        return rows
     items = sequence_items(tx, args[0])
     return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)])
 
