@@ -292,6 +292,9 @@ print(nested)
 # is carried by the loop as a 0-d value that the body and the code after the
 # loop still see as a Python float, and so are the attributes a method called
 # in the loop sets (`self.u = ...`): one store of each follows the loop.
+# `for row in x` (and `enumerate(x)`, `zip(x, y)`) over a long array is a
+# loop node whose body takes the row at the loop's index; a write through the
+# row, which eager makes through a view, unrolls the loop instead.
 
 # %%
 stepped = mc.compile(diffuse, backend="cpp")
