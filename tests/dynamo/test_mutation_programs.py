@@ -116,14 +116,17 @@ def test_mutation_programs_triton(program: Program):
 # On CuPy's test double (tests/fake_cupy.py): the programs on device arrays, against
 # CuPy eager, through the backends that run them on the CPU.  Capture treats a device
 # array its own way (no writeable flag, 0-d arrays for NumPy's scalars, its array
-# module's calls, host copies refused).  Three kinds of program are left out, as known
+# module's calls, host copies refused).  Four kinds of program are left out, as known
 # divergences: a NumPy array made inside the program and mixed with device arrays
 # (CuPy refuses the mix); ``np.asarray`` of a device array (CuPy refuses it, the
-# compiled code returns the array); and an augmented assignment to one element
+# compiled code returns the array); an augmented assignment to one element
 # (``a[0] += 1.5``: CuPy's a[0] is a 0-d view updated in place, which refuses a float
-# into an integer array, where NumPy and the compiled code read, add and store a scalar).
+# into an integer array, where NumPy and the compiled code read, add and store a
+# scalar); and ``np.broadcast_to`` (CuPy has no read-only arrays: a write through the
+# broadcast view, which NumPy refuses, races on CuPy; the double, wrapping NumPy,
+# refuses it where capture's device rules do not).
 DEVICE_EXAMPLES = int(os.environ.get("MINICOMPILE_FUZZ_COMPILED_EXAMPLES", 25)) if FUZZ else 40
-DEVICE_DIVERGENT = re.compile(r"np\.(zeros|ones|full|array|empty|arange|asarray)\(|\[-?\d+(, -?\d+)*\] [-+*/]+= ")
+DEVICE_DIVERGENT = re.compile(r"np\.(zeros|ones|full|array|empty|arange|asarray|broadcast_to)\(|\[-?\d+(, -?\d+)*\] [-+*/]+= ")
 
 
 def on_device(program: Program) -> bool:
