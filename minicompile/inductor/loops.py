@@ -174,6 +174,8 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
             if s[0] == "segment":
                 _, compiled, ins, outs = s
                 values = compiled(*[env[i] if i.kind == "placeholder" else contiguous(env[i]) for i in ins])
+                if xp is not np:  # a segment of constants alone ran on the host: its values go to the device
+                    values = [xp.asarray(v) if isinstance(v, np.ndarray) else v for v in values]
                 env.update(zip(outs, values))
             elif s[0] == "loop":
                 _, run, node, carried, invariant, n, start, step = s
