@@ -1,7 +1,10 @@
 """Counted loops as one loop node: the body traced once instead of unrolled.
 
 In:  the interpreter at a ``FOR_ITER`` whose iterator walks a ``range`` longer
-     than ``config.loop_unroll_limit`` (``for t in range(steps)``).
+     than ``config.loop_unroll_limit`` (``for t in range(steps)``), or the rows
+     of arrays that long (``for row in x``, ``enumerate(x)``, ``zip(x, y)``), or
+     a ``range`` of a size symbol (``range(s0)``: an int argument that changed
+     between calls, any length).
 Out: True when the loop became one ``loop`` node of the graph
      (:mod:`minicompile.ir.ops.control`): the frame's locals then hold its
      results and the interpreter continues after the loop; False when it
@@ -44,6 +47,11 @@ the body are carried the same way, found by a first trial: from the next
 trial's head they are locals of the loop named by their source
 (``L['self'].u``), the body's stores to them leave the side-effect log, and
 one store of each attribute's last value follows the loop.
+
+Over arrays' rows, the body's item is ``np.take(x, index, axis=0)``: a copy
+where eager's row is a view, so it is read-only in the body (a write through
+it unrolls) and a write to ``x`` itself unrolls; a row kept after the loop is
+the view of the last row.
 
 A loop inside the body is tried the same way while the body is traced, and
 becomes a loop node of the body's graph: its writes are checked against the
