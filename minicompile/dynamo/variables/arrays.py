@@ -16,6 +16,8 @@ Calls of NumPy functions and array methods are numpy_calls.py's.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +27,7 @@ from ...ir.symbolic import Sym
 from ..exc import Unsupported
 from ..source import Source
 from .base import ConstantVariable, MethodVariable, VariableTracker, specialize_sizes
-from .containers import ListVariable, TupleVariable, is_constant, python_value, wrap_value
+from .containers import IteratorVariable, ListVariable, TupleVariable, is_constant, python_value, wrap_value
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
@@ -119,8 +121,70 @@ class ArrayVariable(VariableTracker):
                               f"{MAX_UNROLLED_ROWS} are not unrolled)")
         return [getitem(tx, self, ConstantVariable(i)) for i in range(rows)]
 
+    def iterate_rows(self, tx: "InstructionTranslator") -> "IteratorVariable | None":
+        """``iter(x)``: its rows, counted (a long loop over them may be a loop node)."""
+        return row_iterator(tx, [self])
+
     def __repr__(self) -> str:
         return f"ArrayVariable({self._node!r}, {self.source}, view={[s.op for s in self.view]})"
+
+
+# -- iterating over rows -------------------------------------------------------------------
+
+@dataclass(eq=False)
+class RowIteration:
+    """``for row in x`` / ``enumerate(x, start)`` / ``zip(x, y, ...)`` over arrays with one
+    known first size: the items, made as they are read (unrolled: the views ``x[k]``),
+    or, in a loop node's body, from the loop's index."""
+
+    arrays: list  # ArrayVariables, each iterated along its first axis
+    start: int | None = None  # enumerate's start (None: no index in the items)
+
+    def item(self, tx: "InstructionTranslator", k: Any) -> VariableTracker:
+        rows = [getitem(tx, a, ConstantVariable(k)) for a in self.arrays]
+        return self._pack(rows, ConstantVariable(self.start + k) if self.start is not None else None)
+
+    def _pack(self, rows: list, index: Any) -> VariableTracker:
+        """``row``, ``(row_x, row_y)`` (zip), or ``(index, row)`` (enumerate)."""
+        core = rows[0] if len(rows) == 1 else TupleVariable(rows)
+        return core if index is None else TupleVariable([index, core])
+
+
+class RowItems(Sequence):
+    """The items of a :class:`RowIteration`, made as they are read."""
+
+    def __init__(self, tx: "InstructionTranslator", rows: RowIteration, n: int):
+        self.tx, self.rows, self.n = tx, rows, n
+        self.made: dict[int, VariableTracker] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.n))]
+        k = range(self.n)[k]
+        if self.n > MAX_UNROLLED_ROWS:
+            raise Unsupported(f"iterating over the {self.n} rows of an array (more than "
+                              f"{MAX_UNROLLED_ROWS} are not unrolled)")
+        if k not in self.made:
+            self.made[k] = self.rows.item(self.tx, k)
+        return self.made[k]
+
+
+def row_iterator(tx: "InstructionTranslator", arrays: list, start: int | None = None) -> IteratorVariable | None:
+    """An iterator over the rows of ``arrays`` (one known first size, at least 1; not 0-d, not a
+    Python value): counted, so that a long loop over it may become a loop node.  None: anything
+    else, iterated as before."""
+    if not arrays or not all(isinstance(a, ArrayVariable) and a.python is None and a.weak is None
+                             and a.node.meta.ndim >= 1 and isinstance(a.node.meta.shape[0], int)
+                             for a in arrays):
+        return None
+    sizes = {a.node.meta.shape[0] for a in arrays}
+    n = min(sizes)  # zip stops at the shortest
+    rows = RowIteration(list(arrays), start)
+    # (a loop node counts from 0: enumerate's index is its index only from 0)
+    return IteratorVariable(RowItems(tx, rows, n), counted=range(n) if not start else None, rows=rows)
 
 
 # -- operators ------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from ...ir.symbolic import is_symbolic
 from ..exc import Unsupported
 from ..source import Source
 from . import arrays, containers, functions, numpy_calls, user_classes, user_objects
-from .arrays import ArrayVariable
+from .arrays import ArrayVariable, row_iterator
 from .base import ConstantVariable, MethodVariable, PythonObjectVariable, VariableTracker, specialize_sizes
 from .containers import (
     DictVariable,
@@ -42,7 +42,6 @@ from .containers import (
     container_methods,
     is_constant,
     python_value,
-    row_iterator,
     sequence_items,
     symbolic_range,
     wrap_value,

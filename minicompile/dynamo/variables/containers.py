@@ -365,73 +365,12 @@ def sequence_items(tx: "InstructionTranslator", var: VariableTracker) -> list[Va
         raise Unsupported(f"TypeError: {e}") from None
 
 
-@dataclass(eq=False)
-class RowIteration:
-    """``for row in x`` / ``enumerate(x, start)`` / ``zip(x, y, ...)`` over arrays with one
-    known first size: the items, made as they are read (unrolled: the views ``x[k]``),
-    or, in a loop node's body, from the loop's index."""
-
-    arrays: list  # ArrayVariables, each iterated along its first axis
-    start: int | None = None  # enumerate's start (None: no index in the items)
-
-    def item(self, tx: "InstructionTranslator", k: Any) -> VariableTracker:
-        from .arrays import getitem
-
-        rows = [getitem(tx, a, ConstantVariable(k)) for a in self.arrays]
-        return self._pack(rows, ConstantVariable(self.start + k) if self.start is not None else None)
-
-    def _pack(self, rows: list, index: Any) -> VariableTracker:
-        """``row``, ``(row_x, row_y)`` (zip), or ``(index, row)`` (enumerate)."""
-        core = rows[0] if len(rows) == 1 else TupleVariable(rows)
-        return core if index is None else TupleVariable([index, core])
-
-
-class RowItems(Sequence):
-    """The items of a :class:`RowIteration`, made as they are read."""
-
-    def __init__(self, tx: "InstructionTranslator", rows: RowIteration, n: int):
-        self.tx, self.rows, self.n = tx, rows, n
-        self.made: dict[int, VariableTracker] = {}
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, k):
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(self.n))]
-        k = range(self.n)[k]
-        from .arrays import MAX_UNROLLED_ROWS
-
-        if self.n > MAX_UNROLLED_ROWS:
-            raise Unsupported(f"iterating over the {self.n} rows of an array (more than "
-                              f"{MAX_UNROLLED_ROWS} are not unrolled)")
-        if k not in self.made:
-            self.made[k] = self.rows.item(self.tx, k)
-        return self.made[k]
-
-
-def row_iterator(tx: "InstructionTranslator", arrays: list, start: int | None = None) -> IteratorVariable | None:
-    """An iterator over the rows of ``arrays`` (one known first size, at least 1; not 0-d, not a
-    Python value): counted, so that a long loop over it may become a loop node.  None: anything
-    else, iterated as before."""
-    from .arrays import ArrayVariable
-
-    if not arrays or not all(isinstance(a, ArrayVariable) and a.python is None and a.weak is None
-                             and a.node.meta.ndim >= 1 and isinstance(a.node.meta.shape[0], int)
-                             for a in arrays):
-        return None
-    sizes = {a.node.meta.shape[0] for a in arrays}
-    n = min(sizes)  # zip stops at the shortest
-    rows = RowIteration(list(arrays), start)
-    # (a loop node counts from 0: enumerate's index is its index only from 0)
-    return IteratorVariable(RowItems(tx, rows, n), counted=range(n) if not start else None, rows=rows)
-
-
 def iterate(tx: "InstructionTranslator", var: VariableTracker) -> IteratorVariable:
     """``iter(var)`` (GET_ITER): an iterator over items known now; the loop unrolls."""
     if isinstance(var, IteratorVariable):
         return var
-    rows = row_iterator(tx, [var])
+    iterate_rows = getattr(var, "iterate_rows", None)  # an array: its rows (variables/arrays.py)
+    rows = iterate_rows(tx) if iterate_rows is not None else None
     if rows is not None:
         return rows
     if isinstance(var, ListVariable):
