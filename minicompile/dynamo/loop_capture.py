@@ -70,7 +70,7 @@ from ..ir.symbolic import is_symbolic
 from .bytecode import CURRENT as VERSION
 from .exc import RestartAnalysis, Unsupported
 from .functionalization import Storage
-from .variables.arrays import ArrayVariable
+from .variables.arrays import ArrayVariable, getitem
 from .variables.base import ConstantVariable, VariableTracker
 from .variables.containers import DictVariable, IteratorVariable, ListVariable, SymbolicRange
 
@@ -93,11 +93,11 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     carry, attributes = (how[1], how[2]) if isinstance(how, tuple) else ((), ())
     if it.position != (1 if how == "peel" else 0) or how == "unroll":
         return False
-    if isinstance(it.counted, SymbolicRange) and (output.loop_scope is not None or output.gradients_wanted):
-        # Only the graph's own loops count a size input; a gradient writes the loop out.
-        it.counted = it.items.values  # pinned to its value (guarded)
-    if isinstance(it.counted, SymbolicRange) and it.counted[it.position:].length is None:
-        it.counted = it.items.values  # no iteration for the example: pinned (guarded)
+    if isinstance(it.counted, SymbolicRange) and (output.loop_scope is not None or output.gradients_wanted
+                                                   or it.counted[it.position:].length is None):
+        # Pinned to its value (guarded): only the graph's own loops count a size input, a
+        # gradient writes the loop out, and the example may run no iteration at all.
+        it.counted = it.items.values
     if isinstance(it.counted, SymbolicRange):
         n = it.counted[it.position:].length  # any count: one node, whatever the unroll limit
     else:
@@ -128,7 +128,6 @@ class _Group:
         self.var = var  # the value itself, for one without storage (a NumPy scalar)
         self.head: ir.Node = self.root.node if self.root is not None else var.node
         self.placeholder: ir.Node | None = None
-        self.version = 0  # the root's version once the body starts
         self.back: Any = None  # the storage (or variable) the locals hold at the back edge
         self.result: ir.Node | None = None  # the loop's result node, when carried
 
@@ -221,6 +220,9 @@ class LoopTrace:
         # moves a memory's version on when it hands back the value it started from).
         self.written: set[Storage] = set()
         self.parent: LoopTrace | None = tx.output.loop_scope  # the loop whose body holds this one
+        self.objects: dict[str, tuple[Any, str]] = {}  # carried attribute -> (object, attribute name)
+        self.row_items: list[ArrayVariable] = []  # the rows the body reads (for row in x)
+        self.row_names: dict[str, int] = {}  # locals holding one of them at the back edge
 
     # -- what the body may write ----------------------------------------------------------
 
@@ -258,7 +260,7 @@ class LoopTrace:
             head_index -= 1
         exit_index = tx.index_of[self.inst.argval]
         self._load_arguments()
-        objects = self._load_attributes()
+        self._load_attributes()
         head_locals = dict(tx.locals)
         head_stack = list(tx.stack)
         lengths = [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]
@@ -275,7 +277,6 @@ class LoopTrace:
             if g.root is not None:
                 g.root.node = g.placeholder
                 g.root.version += 1
-                g.version = g.root.version
             else:
                 fresh = ArrayVariable(g.placeholder, scalar=g.var.scalar)
                 for name in g.names:
@@ -284,7 +285,7 @@ class LoopTrace:
         numbers = [_Number(name, head_locals.get(name), body) for name in self.carry]
         for num in numbers:
             tx.locals[num.name] = num.var
-        for name, (obj, attr) in objects.items():  # the body reads them as the loop's values
+        for name, (obj, attr) in self.objects.items():  # the body reads them as the loop's values
             output.side_effects.attributes[(obj.source.expr, attr)] = tx.locals[name]
         index_node = body.placeholder("index", INDEX_META)
         index = ArrayVariable(index_node, scalar=True)
@@ -308,7 +309,7 @@ class LoopTrace:
             if len(tx.stack) != len(head_stack) or any(a is not b for a, b in zip(tx.stack, head_stack)) \
                     or lengths != [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]:
                 raise Unsupported("the loop body changes the stack (a comprehension that grows)")
-            self._attribute_stores(saved_mutations, saved_effects, saved_stores, objects)
+            self._attribute_stores(saved_mutations, saved_effects, saved_stores)
             # Still with the body as the current graph: reading a local may replay its view.
             self._finish(main, body, groups, head_locals, head_views, index, numbers)
         finally:
@@ -332,8 +333,6 @@ class LoopTrace:
         ``zip``) the rows at it, ``np.take(x, index, axis=0)``.  Eager's row is a view of
         ``x``: a write through it, or to ``x`` itself, unrolls the loop (read-only here,
         and checked at the back edge), so a copy reads the same values."""
-        self.row_items: list[ArrayVariable] = []
-        self.row_names: dict[str, int] = {}
         rows = self.it.rows
         if rows is None:
             return index
@@ -359,8 +358,6 @@ class LoopTrace:
 
     def _rows_after_the_loop(self) -> None:
         """A local holding a row after the loop is the view eager holds: the last row."""
-        from .variables.arrays import getitem
-
         if self.it.rows is None:
             return
         last = ConstantVariable(self.range[-1])
@@ -381,11 +378,10 @@ class LoopTrace:
         raise Unsupported(f"{what} in a loop body writes to {storage.source.expr}, an array of the caller's "
                           "first read in the body")
 
-    def _load_attributes(self) -> dict[str, tuple[Any, str]]:
+    def _load_attributes(self) -> None:
         """Each carried attribute's value at the head, as a local named by its source."""
         from .variables.user_objects import UserObjectVariable, get_attr
 
-        self.objects: dict[str, tuple[Any, str]] = {}
         for name in self.attributes:
             expr, attr = name.rsplit(".", 1)
             obj = self.output._wrapped.get(expr)
@@ -393,10 +389,8 @@ class LoopTrace:
                 raise Unsupported(f"the loop body sets {name}, on an object not read before the loop")
             self.tx.locals[name] = get_attr(self.tx, obj, attr)
             self.objects[name] = (obj, attr)
-        return self.objects
 
-    def _attribute_stores(self, saved_mutations: int, saved_effects: int, saved_stores: int,
-                          objects: dict) -> None:
+    def _attribute_stores(self, saved_mutations: int, saved_effects: int, saved_stores: int) -> None:
         """At the back edge: the body's changes to Python objects must be stores to
         carried attributes (their values become those locals' back-edge values, and
         the stores leave the log: the loop stores each once, after it).  A store to
@@ -415,11 +409,11 @@ class LoopTrace:
             raise Unsupported("the loop body changes a Python list, dict or object")
         names = {f"{e.target.source.expr}.{e.name}" for e in stores}
         self.stored = names  # stored again once, after the loop (the others are written in place)
-        if not names <= set(objects):
-            e = Unsupported(f"the loop body sets {', '.join(sorted(names - set(objects)))}")
-            e.attributes = tuple(sorted(names | set(objects)))
+        if not names <= set(self.objects):
+            e = Unsupported(f"the loop body sets {', '.join(sorted(names - set(self.objects)))}")
+            e.attributes = tuple(sorted(names | set(self.objects)))
             raise e
-        for name, (obj, attr) in objects.items():
+        for name, (obj, attr) in self.objects.items():
             self.tx.locals[name] = effects.attributes[(obj.source.expr, attr)]
         del effects.log[saved_effects:]
         self.output.mutations = saved_mutations + self.writes

@@ -115,11 +115,7 @@ class ArrayVariable(VariableTracker):
         meta = self.node.meta
         if self.python is not None or meta.ndim == 0:
             raise Unsupported("TypeError: iteration over a 0-d array", numpy_error=True)
-        rows = specialize_sizes(meta.shape[0])
-        if rows > MAX_UNROLLED_ROWS:
-            raise Unsupported(f"iterating over the {rows} rows of an array (more than "
-                              f"{MAX_UNROLLED_ROWS} are not unrolled)")
-        return [getitem(tx, self, ConstantVariable(i)) for i in range(rows)]
+        return list(RowItems(tx, RowIteration([self]), specialize_sizes(meta.shape[0])))
 
     def iterate_rows(self, tx: "InstructionTranslator") -> "IteratorVariable | None":
         """``iter(x)``: its rows, counted (a long loop over them may be a loop node)."""

@@ -235,7 +235,8 @@ class ValueWriter(LineWriter):
     def op(self, v: L.Op) -> str:
         loop_dtype = v.args[-1].dtype
         operands = [self.compute(a) for a in v.args]
-        if all(isinstance(a, L.Constant) for a in v.args):
+        constants_only = all(isinstance(a, L.Constant) for a in v.args)
+        if constants_only:
             # Only constants (np.sin(2)): Triton would compute on Python numbers in
             # float32 and int32; the loop's dtype is NumPy's (float64 here).
             operands = [full("[]", a.value, np.dtype(np.float32) if a.dtype == HALF else a.dtype) for a in v.args]
@@ -258,7 +259,7 @@ class ValueWriter(LineWriter):
             expr = (template or TRITON_OPS[v.name][loop_dtype.kind]).format(*operands)
         if v.dtype not in NATURAL:
             expr = f"({expr}).to({triton_type(v.dtype)})"
-        if all(isinstance(a, L.Constant) for a in v.args):
+        if constants_only:
             # A 0-d result is spread over the block (a select keeps its dtype and the
             # sign of a zero): Triton's interpreter cannot `|` a 0-d boolean with a block.
             scalar = self.tmp()
