@@ -619,3 +619,49 @@ def test_a_loop_over_an_arrays_rows_is_one_node(fn, backend):
         np.testing.assert_allclose(g, w, rtol=1e-12)
     for g, w in zip(got_args, want_args):
         np.testing.assert_array_equal(g, w)
+
+
+ROW_STATEMENTS = [
+    "u = u * 0.9 + row",
+    "v = v - row * 0.5 + u.mean()",
+    "u = np.tanh(u + row.sum() * 0.01)",
+    "u = np.where(row > 0, u, -u)",
+    "t = t + 0.25",
+]
+ROW_HEADERS = {"rows": "for row in x:", "enumerate": "for i, row in enumerate(x):",
+               "zip": "for row, other in zip(x, y):"}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(ROW_HEADERS)), st.lists(st.sampled_from(ROW_STATEMENTS), min_size=1, max_size=3),
+       st.integers(1, 40))
+def test_random_loops_over_rows(header, statements, n):
+    """Random bodies over an array's rows (``for row in x``, ``enumerate``, ``zip``): one
+    loop node where the rows are only read, and results, the arrays iterated and the
+    last row kept after the loop agree with NumPy on every backend."""
+    body = textwrap.indent("\n".join(statements), " " * 8)
+    source = (f"def f(x, y):\n    u, v, t = np.zeros(4), np.ones(4), 0.5\n    {ROW_HEADERS[header]}\n{body}\n"
+              "    return u, v, t, row\n")
+    note(source)
+    fn = build(source)
+
+    def arrays():
+        rng = np.random.default_rng(n)
+        return rng.standard_normal((n, 4)), rng.standard_normal((n + 3, 4))
+
+    with loops_as_nodes():
+        graph = mc.explain(fn)(*arrays()).graphs[0]
+        assert "loop" in [node.op.name for node in graph.calls]
+        for backend in BACKENDS:
+            mc.reset()
+            got_args, want_args = arrays(), arrays()
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=FELL_BACK)
+                got = mc.compile(fn, backend=backend)(*got_args)
+            want = fn(*want_args)
+            for g, w in zip(got, want):
+                assert type(g) is type(w)
+                np.testing.assert_allclose(g, w, rtol=1e-12)
+            assert np.shares_memory(got[3], got_args[0]) == np.shares_memory(want[3], want_args[0])
+            for g, w in zip(got_args, want_args):
+                np.testing.assert_array_equal(g, w)
