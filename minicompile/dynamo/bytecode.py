@@ -62,6 +62,28 @@ def instructions(code: CodeType) -> list[dis.Instruction]:
     return [i for i in dis.get_instructions(code) if i.opname != "CACHE"]
 
 
+def stored_before_read(body: list[dis.Instruction]) -> set[str]:
+    """The locals whose first use in ``body``, in code order, is a store: a loop body
+    that stores one before any read never sees the value it held at the loop's head.
+    A read in code order before the first store counts as a read first, even on a branch
+    not taken; a cell variable or a ``del`` counts as read."""
+    first: dict[str, bool] = {}
+    for inst in body:
+        op, names = inst.opname, inst.argval if isinstance(inst.argval, tuple) else (inst.argval,)
+        if op in ("STORE_FAST", "STORE_FAST_STORE_FAST"):
+            stores = (True,) * len(names)
+        elif op == "STORE_FAST_LOAD_FAST":  # 3.13: the store, then the load
+            stores = (True, False)
+        elif op.startswith("LOAD_FAST") or op.endswith("_DEREF") or op in ("DELETE_FAST", "LOAD_CLOSURE",
+                                                                             "MAKE_CELL"):
+            stores = (False,) * len(names)
+        else:
+            continue
+        for name, store in zip(names, stores):
+            first.setdefault(name, store)
+    return {name for name, store in first.items() if store}
+
+
 def comparison_operator(inst: dis.Instruction) -> str:
     """``'<'`` for COMPARE_OP on every version (3.13 may say ``'bool(<)'``)."""
     op = inst.argval

@@ -422,6 +422,27 @@ class Functionalizer:
             return self._fresh(node, False, _c_layout(node))
         return self._fresh(node, False, numpy_layout(node, arrays))
 
+    def position_view(self, parent: "ArrayVariable", node: ir.Node) -> "ArrayVariable":
+        """``parent[key]`` where ``key`` holds positions (0-d int64 nodes standing for
+        Python ints, see ``variables.arrays.getitem``) and is otherwise basic: a view
+        of ``parent``'s storage, as eager's ``x[i]`` is.  Its step replays as a
+        ``getitem`` and scatters back as a ``setitem``, whatever the position."""
+        from .variables.arrays import ArrayVariable
+
+        step = ViewStep("getitem", tuple(node.args[1:]))
+        layout = parent.layout
+        if layout == "C" and _static(parent.node.meta.shape):
+            layout = c_strides(parent.node.meta.shape, node.meta.dtype.itemsize)
+        if isinstance(layout, tuple) and _static(node.meta.shape) and 0 not in parent.node.meta.shape:
+            # Every position gives the same strides: ask NumPy with position 0.
+            ghost = _ghost(parent.node.meta.shape, layout, node.meta.dtype)
+            key = tuple(0 if isinstance(e, ir.Node) else e for e in node.args[1])
+            layout = tuple(ghost[key].strides)
+        else:
+            layout = None
+        return ArrayVariable(node, storage=parent.storage, view=parent.view + (step,), layout=layout,
+                             readonly=parent.readonly)
+
     def _fresh(self, node: ir.Node, scalar: bool, layout: Layout) -> "ArrayVariable":
         from .variables.arrays import ArrayVariable
 

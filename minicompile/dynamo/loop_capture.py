@@ -65,11 +65,13 @@ import numpy as np
 
 from .. import config, ir, logs
 from ..ir import passes
+from ..ir.graph import _flatten, _map_nodes
 from ..ir.ops.control import INDEX_META
 from ..ir.symbolic import is_symbolic
 from .bytecode import CURRENT as VERSION
+from .bytecode import stored_before_read
 from .exc import RestartAnalysis, Unsupported
-from .functionalization import Storage
+from .functionalization import Storage, ViewStep
 from .variables.arrays import ArrayVariable, getitem
 from .variables.base import ConstantVariable, VariableTracker
 from .variables.containers import DictVariable, IteratorVariable, ListVariable, SymbolicRange
@@ -261,7 +263,10 @@ class LoopTrace:
         exit_index = tx.index_of[self.inst.argval]
         self._load_arguments()
         self._load_attributes()
-        head_locals = dict(tx.locals)
+        # A local the body stores before reading it (r = x[i], j = i + 1) is made by the
+        # body: the value it held at the head is never read, and it need not stay the same.
+        fresh = stored_before_read(tx.instructions[for_index + 1:exit_index])
+        head_locals = {name: v for name, v in tx.locals.items() if name not in fresh}
         head_stack = list(tx.stack)
         lengths = [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]
         groups = self._groups(head_locals)
@@ -469,8 +474,11 @@ class LoopTrace:
                     raise Unsupported(f"{name!r} changes shape, dtype, layout or view in the loop body")
                 continue
             if isinstance(b, ArrayVariable) and h is None:
-                if b.weak is not None or b.python is not None or b.source is not None:
-                    raise Unsupported(f"{name!r} holds a Python number computed from the loop index")
+                if b.weak is not None and b.python is None:  # j = i - 1: its value in the last iteration
+                    back[name] = ConstantVariable(b.weak[0](self._at_last_index(b.node, body, index.node)))
+                    continue
+                if b.python is not None or b.source is not None:
+                    raise Unsupported(f"{name!r} holds a Python value computed from the loop's arrays")
                 temps.append(name)
                 continue
             if h is None and isinstance(b, ConstantVariable):
@@ -566,6 +574,7 @@ class LoopTrace:
                  + [g.placeholder for g in invariant] + list(lifted.values()))
         body.nodes = order + [index.node] + [n for n in body.nodes if n.kind != "placeholder"]
         body.output(outs)
+        self.body = body  # (before dead code goes: a view after the loop may read a dropped position)
         body = passes.dead_code_elimination(body)
         # The node, in the graph the loop runs in.
         init = [self._zeros(main, g) if getattr(g, "temp", False) else g.head for g in carried]
@@ -584,6 +593,41 @@ class LoopTrace:
                 if self.parent is not None:  # the loop around sees every buffer of it written
                     self.parent.note_write(g.root, "a rotation of buffers")
         self._rebind(groups, carried, perm, temp_groups, attached, external, back, index, n, numbers)
+
+    def _at_last_index(self, node: ir.Node, body: ir.Graph, index: ir.Node) -> Any:
+        """The value ``node`` of the body takes in the last iteration, computed now from
+        the index alone (``i - 1``, ``2 * i + 1``): what a local holding it, or a view
+        at it, holds after the loop.  A value that depends on anything else refuses."""
+        last = self.range[-1]
+        if not isinstance(last, int):
+            raise Unsupported("a value computed from the loop index outlives a loop of symbolic count")
+        values: dict[ir.Node, Any] = {index: np.int64(last)}
+        inside = set(body.nodes)
+
+        def value(n: ir.Node) -> Any:
+            if n not in values:
+                if n.kind != "call" or n not in inside or n.op.kind not in ("pointwise", "creation"):
+                    raise Unsupported(f"{n.name}, computed in the loop body from more than its index, "
+                                      "outlives the loop")
+                values[n] = n.op.impl(*_map_nodes(n.args, value))
+            return values[n]
+
+        return value(node)[()]
+
+    def _after_the_loop(self, var: Any, body: ir.Graph, index: ir.Node) -> Any:
+        """A local holding a view at a position the body computed (``r = x[i]``): after the
+        loop, the view at that position's last value, replayed on its memory when read."""
+        inside = set(body.nodes)
+        if not isinstance(var, ArrayVariable) or var.storage is None or not any(
+                isinstance(n, ir.Node) and n in inside for s in var.view for n in _flatten(s.args)):
+            return var
+        view = tuple(ViewStep(s.op, _map_nodes(s.args, lambda n: int(self._at_last_index(n, body, index))
+                                               if n in inside else n)) for s in var.view)
+        root = var.storage.resolve()[0]
+        new = ArrayVariable(root.node, storage=var.storage, view=view, layout=var.layout,
+                            readonly=var.readonly, scalar=var.scalar)
+        new._seen = (root, -1)
+        return new
 
     def _changed(self, g: _Group) -> bool:
         if getattr(g, "temp", False):
@@ -665,6 +709,8 @@ class LoopTrace:
         for name, v in back.items():
             if v is index:
                 new_locals[name] = ConstantVariable(self.range[-1])
+        for name, v in new_locals.items():
+            new_locals[name] = self._after_the_loop(v, self.body, index.node)
         tx.locals.clear()
         tx.locals.update(new_locals)
         for name, (obj, attr) in self.objects.items():  # one store of each attribute's last value

@@ -318,6 +318,9 @@ class OutputGraph:
     def to_graph_arg(self, var: VariableTracker) -> Any:
         """The node or Python constant a variable stands for as an op argument."""
         if isinstance(var, ArrayVariable):
+            if var.weak is not None:  # a loop's index inside a tuple or list argument
+                raise Unsupported(f"a Python {var.weak[0].__name__} computed from the loop index inside "
+                                  "an argument of an array operation")
             if var.python is not None:  # eager computes with the Python value itself
                 raise Unsupported(f"{var.describe()} used in an array operation: its value is known "
                                   f"once the graph has run")

@@ -266,8 +266,15 @@ def _fast_power(base: VariableTracker, exponent: VariableTracker) -> str | None:
 # -- subscripts -----------------------------------------------------------------------------
 
 def index_key(index: VariableTracker) -> Any:
-    """An array subscript as the getitem op takes it: constants, and arrays as variables."""
+    """An array subscript as the getitem op takes it: constants, arrays as variables, and
+    a Python int the graph computes (the loop index, ``i - 1``) as a *position*: its 0-d
+    int64 node, which indexing reads as the int it holds (negative counts from the end,
+    out of bounds raises IndexError), see :func:`getitem` for the view it makes."""
     if isinstance(index, ArrayVariable):
+        if index.weak is not None:
+            if index.weak[0] is not int:  # x[True] adds an axis; a float raises TypeError
+                raise Unsupported(f"a Python {index.weak[0].__name__} computed from the loop index as an index")
+            return index.node
         return index
     if isinstance(index, TupleVariable):
         return tuple(index_key(v) for v in index.items)
@@ -278,10 +285,23 @@ def index_key(index: VariableTracker) -> Any:
 
 
 def getitem(tx: "InstructionTranslator", arr: ArrayVariable, index: VariableTracker) -> VariableTracker:
-    """``arr[index]``: a ``getitem`` node (a view of ``arr`` where NumPy's is one)."""
+    """``arr[index]``: a ``getitem`` node (a view of ``arr`` where NumPy's is one).
+
+    A key with positions (Python ints the graph computes) is an integer-array key in
+    the graph, whose result NumPy copies; eager's key holds Python ints, so where the
+    rest of the key is basic the result is a view of ``arr`` all the same: a write
+    through it reaches ``arr``, and a write to ``arr`` shows through it."""
     if "getitem" not in OPS:
         raise Unsupported("array indexing is not supported yet")
-    return tx.output.call("getitem", {"a": arr, "key": index_key(index)})
+    key = index_key(index)
+    result = tx.output.call("getitem", {"a": arr, "key": key})
+    if _positions(key) and _basic_key(key) and not result.scalar and arr.storage is not None:
+        return tx.output.functional.position_view(arr, result.node)
+    return result
+
+
+def _positions(key: Any) -> bool:
+    return any(isinstance(p, Node) for p in (key if isinstance(key, tuple) else (key,)))
 
 
 def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracker, value: VariableTracker) -> None:
@@ -299,9 +319,10 @@ def setitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
 
 
 def _basic_key(key: Any) -> bool:
-    """A key of integers, slices, ``None`` and ``...`` only (NumPy's basic indexing)."""
+    """A key of integers, slices, ``None`` and ``...`` only (NumPy's basic indexing);
+    a position (an ``ir.Node`` here: a Python int the graph computes) is an integer."""
     parts = key if isinstance(key, tuple) else (key,)
-    return all(p is None or p is Ellipsis or isinstance(p, (slice, Sym))
+    return all(p is None or p is Ellipsis or isinstance(p, (slice, Sym, Node))
                or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_))) for p in parts)
 
 
