@@ -303,3 +303,38 @@ for steps in (100, 250, 400, 1000, 17):
 print(len(stepped.cache), "compiled entries for five step counts")
 print(stepped.cache[-1].capture.graph)
 assert len(stepped.cache) == 2 and stepped.cache[-1].capture.graph.is_dynamic
+
+# %% [markdown]
+# ### Subscripts at the loop's index are views
+#
+# In eager code the index is a Python int, so `x[i]` is a *view* of `x`: a
+# write through it reaches `x`.  Inside the body the index is a 0-d node, and
+# the graph can only index with it as an integer array, whose result NumPy
+# copies.  Capture calls such a key a *position* and keeps the result a view
+# of `x`'s memory (functionalization, above): it replays as a `getitem` with
+# the position and scatters back as a `setitem`.  torch.compile's twin is a
+# `select` or `index_put_` at a SymInt the tracer cannot specialize.  A local
+# the body assigns before reading it (`r = x[i]`, `j = i + 1`) is the body's
+# own: after the loop it holds the view or value of the last iteration.
+
+# %%
+def smooth_rows(x):
+    for i in range(1, x.shape[0]):
+        row = x[i, :]
+        row += 0.5 * x[i - 1]  # written through the view: x changes
+    return x
+
+
+rows = mc.explain(smooth_rows)(np.ones((64, 8))).graphs[0]
+print(rows)
+got, want = np.ones((64, 8)), np.ones((64, 8))
+mc.compile(smooth_rows, backend="cpp")(got)
+smooth_rows(want)
+assert np.array_equal(got, want) and [n.op.name for n in rows.calls].count("loop") == 1
+
+# %% [markdown]
+# The C++ backend runs such a body as a host loop: its kernels have no
+# position read from memory yet, so the gather and the store call NumPy, and
+# the store copies the whole carried array each iteration.  It is right, and
+# compiles once, but slower than NumPy on long loops; Triton gathers and
+# scatters in its kernels.

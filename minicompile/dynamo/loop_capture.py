@@ -53,6 +53,13 @@ where eager's row is a view, so it is read-only in the body (a write through
 it unrolls) and a write to ``x`` itself unrolls; a row kept after the loop is
 the view of the last row.
 
+A subscript at the index (``x[i]``, ``out[i - 1, 1:] = v``) is a *position*: the
+graph indexes with the 0-d index as an integer array, and the result stays a view
+of ``x``, as eager's is (``variables.arrays.getitem``).  A local the body stores
+before reading it (``r = x[i]``, ``j = i + 1``: ``bytecode.stored_before_read``)
+is the body's own: its value at the head is never read, and after the loop it
+holds the last iteration's view or value, computed now from the index alone.
+
 A loop inside the body is tried the same way while the body is traced, and
 becomes a loop node of the body's graph: its writes are checked against the
 outer loop too, and the outer index is a value it reads from outside.
@@ -276,7 +283,8 @@ class LoopTrace:
         self.first_serial = next(Storage.serials)
         self.carried_roots = {g.root for g in groups if g.root is not None}
         saved_mutations, saved_effects = output.mutations, len(output.side_effects.log)
-        saved_stores = output.side_effects.attribute_stores
+        saved_stores, saved_kept = output.side_effects.attribute_stores, output.side_effects.kept
+        output.side_effects.kept = saved_effects  # a store in the body never replaces one before the loop
         for g in groups:
             g.placeholder = body.placeholder(g.names[0], g.head.meta)
             if g.root is not None:
@@ -319,6 +327,7 @@ class LoopTrace:
             self._finish(main, body, groups, head_locals, head_views, index, numbers)
         finally:
             output.current, output.loop_scope = main, self.parent
+            output.side_effects.kept = saved_kept
         self._rows_after_the_loop()
 
     def _load_arguments(self) -> None:
@@ -422,6 +431,7 @@ class LoopTrace:
             self.tx.locals[name] = effects.attributes[(obj.source.expr, attr)]
         del effects.log[saved_effects:]
         self.output.mutations = saved_mutations + self.writes
+        effects.attribute_stores = saved_stores  # (the loop stores each attribute once, after it)
 
     def _groups(self, head_locals: dict) -> list[_Group]:
         by_key: dict[int, _Group] = {}

@@ -87,12 +87,15 @@ class SideEffects:
     containers: list[Any] = field(default_factory=list)
     # how many attribute stores the trace made (a loop body's may be carried: loop_capture.py)
     attribute_stores: int = 0
+    # the log's entries before this one are not merged with a later store (a loop's head:
+    # the body's stores must stay entries of their own, see record)
+    kept: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.log)
 
     def record(self, effect: Effect) -> None:
-        last = self.log[-1] if self.log else None
+        last = self.log[-1] if len(self.log) > self.kept else None
         if last is not None and effect.kind in ("setattr", "global") and last.kind == effect.kind \
                 and last.target is effect.target and last.name == effect.name:
             self.log[-1] = effect  # a store right over the same store: only the last one shows

@@ -451,15 +451,23 @@ def on_attributes(statement: str) -> str:
     return re.sub(r"\bt\b", "s.t", re.sub(r"\bu\b", "s.u", statement))
 
 
+ATTRIBUTE_STATEMENTS = [on_attributes(s) for s in STATEMENTS]
+
+
 @SETTINGS
-@given(st.lists(st.sampled_from([on_attributes(s) for s in STATEMENTS]), min_size=1, max_size=4),
-       st.sampled_from([np.float32, np.float64]))
-def test_random_loop_bodies_on_attributes(statements, dtype):
+@given(st.lists(st.sampled_from(ATTRIBUTE_STATEMENTS), min_size=1, max_size=4),
+       st.none() | st.lists(st.sampled_from(ATTRIBUTE_STATEMENTS), max_size=2), st.sampled_from([np.float32, np.float64]))
+def test_random_loop_bodies_on_attributes(statements, outer, dtype):
     """Loops that rebind or write attributes of an object (``s.u = ...``, ``s.u[1:] = ...``,
-    ``s.t += 0.25``): the attributes are carried by the loop node, stored once after it;
-    the object's state afterwards, the arrays it held and the results all match NumPy."""
+    ``s.t += 0.25``), alone or inside an outer loop with statements of its own: the
+    attributes are carried by the loop node, stored once after it; the object's state
+    afterwards, the arrays it held and the results all match NumPy."""
     body = textwrap.indent("\n".join(statements), " " * 8)
     source = f"def f(s, v, n):\n    for i in range(n):\n{body}\n    return s.u, v, s.t\n"
+    if outer is not None:  # the loop inside another, three times round
+        outer_body = textwrap.indent("\n".join(re.sub(r"\bi\b", "k", o) for o in outer), " " * 8)  # its own index
+        source = (f"def f(s, v, n):\n    for k in range(3):\n        for i in range(n):\n{textwrap.indent(body, '    ')}\n"
+                  f"{outer_body}\n    return s.u, v, s.t\n")
     note(source)
     fn = build(source)
     rng = np.random.default_rng(0)
@@ -510,6 +518,35 @@ def test_a_method_stepping_its_attributes_is_one_loop_node(backend):
     assert got is got_sim.u and type(got_sim.t) is float
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert got_sim.t == want_sim.t  # the clock, bit for bit
+
+
+class Sweeps(Simulation):
+    def sweeps(self, outer, inner):
+        for _ in range(outer):
+            for _ in range(inner):
+                self.step()
+            self.u = self.u - self.u.mean()
+        return self.u
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("outer", [2, 20])
+def test_loops_of_a_method_stepping_its_attributes_inside_a_loop(backend, outer):
+    """An inner loop carrying ``self.u`` and ``self.t`` inside an outer loop that sets
+    ``self.u`` too.  The body's first store of ``self.u`` replaced the outer store just
+    before the loop in the log (two stores in a row of one attribute keep the last),
+    so the second inner loop left ``self.u`` at a value of its body: a crash inside the
+    compiled code, run as Python.  And the outer loop unrolled: the inner loop's stores
+    stayed counted after it took them out of the log."""
+    got_sim, want_sim = Sweeps(), Sweeps()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=FELL_BACK)
+        got = mc.compile(got_sim.sweeps, backend=backend)(outer, 30)
+    want = want_sim.sweeps(outer, 30)
+    assert got is got_sim.u and got_sim.t == want_sim.t
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    ex = mc.explain(Sweeps().sweeps)(20, 30)
+    assert ex.graph_count == 1 and ex.op_count < 10  # the outer loop is a node too
 
 
 def test_an_array_of_the_callers_written_in_place_in_a_loop_body_stays_right():

@@ -59,3 +59,40 @@ def test_a_method_stepping_device_attributes_is_one_loop_node():
     want = want_sim.run(300)
     assert got is got_sim.u and got_sim.t == want_sim.t
     np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=1e-12)
+
+
+def recurrence(x):
+    for i in range(1, x.shape[0]):
+        x[i] = 0.5 * x[i - 1] + x[i]
+    return x
+
+
+def rows_normalized(x, out):
+    for i in range(x.shape[0]):
+        r = x[i]
+        out[i] = (r - r.mean()) / (r.std() + 1e-6)
+    return out
+
+
+def rows_written_through(x):
+    for i in range(x.shape[0]):
+        row = x[i, :]
+        row += 1.0
+    return x
+
+
+@pytest.mark.parametrize("fn, shapes", [(recurrence, [(300, 64)]), (rows_normalized, [(200, 256), (200, 256)]),
+                                        (rows_written_through, [(100, 32)])], ids=lambda v: getattr(v, "__name__", ""))
+def test_subscripts_at_the_loop_index_on_device_arrays(fn, shapes):
+    """``x[i]``, ``out[i] = ...`` and a write through ``x[i, :]`` in a loop node's body,
+    on CuPy arrays: the gather and the store at the index run on the device, and every
+    argument ends as CuPy's eager code leaves it."""
+    rng = np.random.default_rng(0)
+    host = [rng.standard_normal(s) for s in shapes]
+    got, want = [cp.asarray(h) for h in host], [cp.asarray(h) for h in host]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mc.compile(fn, backend="triton")(*got)
+    fn(*want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=1e-9, atol=1e-12)
