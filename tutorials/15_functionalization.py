@@ -338,3 +338,30 @@ assert np.array_equal(got, want) and [n.op.name for n in rows.calls].count("loop
 # the store copies the whole carried array each iteration.  It is right, and
 # compiles once, but slower than NumPy on long loops; Triton gathers and
 # scatters in its kernels.
+
+# %% [markdown]
+# ### Python ints the loop changes, and `while` loops
+#
+# A Python int that changes in the body (`k += 1`, `prev = i`) is carried by
+# the loop as int64.  Python's ints never overflow, so capture also runs the
+# loop's int arithmetic now, for every iteration: each value must fit in int64
+# (else the loop unrolls, with Python's exact ints), and after the loop the local
+# holds the last value as a plain `int`.  The same run gives a `while` loop on
+# Python numbers its trip count: its body is traced once from the start of the
+# second iteration, the condition at its end is a value of the body's graph,
+# and running the numbers until it is false says how often the node runs.
+# torch.compile's twin, the `while_loop` higher-order op, evaluates its
+# condition on the device; ours is on Python values, known at capture.
+
+# %%
+def relax_while(u, n):
+    k = 0
+    while k < n:
+        u = 0.5 * u + 0.25 * (np.roll(u, 1) + np.roll(u, -1))
+        k += 1
+    return u, k
+
+
+while_graph = mc.explain(relax_while)(np.linspace(0, 1, 32), 500).graphs[0]
+print(while_graph)
+assert [n.op.name for n in while_graph.calls].count("loop") == 1

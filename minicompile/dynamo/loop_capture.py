@@ -38,8 +38,11 @@ A Python float that changes from one iteration to the next (``t += dt``) is
 found at the first trial's back edge; the trial then starts over with it
 *carried*: a 0-d float64 value of the loop that the body sees as a Python
 float (NEP 50's weak scalar), and the frame holds as one after the loop
-(returned, it is a Python float again).  Python ints that change still unroll
-(a Python int never overflows; int64 would).
+(returned, it is a Python float again).  A Python int that changes (``k += 1``,
+``prev = i``) is carried as int64, and its arithmetic is also run at capture for
+every iteration (loop_numbers.py): each value must fit in int64, and after the
+loop the local holds the last one, a Python int.  ``while`` loops on Python
+numbers reuse this trial from their body's start (while_loops.py).
 
 Attributes of the caller's objects that the body sets (``self.u = ...`` in a
 method called from the loop) or writes in place after reading them first in
@@ -79,6 +82,7 @@ from .bytecode import CURRENT as VERSION
 from .bytecode import stored_before_read
 from .exc import RestartAnalysis, Unsupported
 from .functionalization import Storage, ViewStep
+from .loop_numbers import CarriedNumber, evaluate, number_var, python_kind, simulate
 from .variables.arrays import ArrayVariable, getitem
 from .variables.base import ConstantVariable, VariableTracker
 from .variables.containers import DictVariable, IteratorVariable, ListVariable, SymbolicRange
@@ -102,10 +106,12 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
     carry, attributes = (how[1], how[2]) if isinstance(how, tuple) else ((), ())
     if it.position != (1 if how == "peel" else 0) or how == "unroll":
         return False
+    ints = any(python_kind(tx.locals.get(name)) is int for name in carry)
     if isinstance(it.counted, SymbolicRange) and (output.loop_scope is not None or output.gradients_wanted
-                                                   or it.counted[it.position:].length is None):
+                                                   or it.counted[it.position:].length is None or ints):
         # Pinned to its value (guarded): only the graph's own loops count a size input, a
-        # gradient writes the loop out, and the example may run no iteration at all.
+        # gradient writes the loop out, the example may run no iteration at all, and the
+        # ints the loop changes are run now, for a known count (loop_numbers.simulate).
         it.counted = it.items.values
     if isinstance(it.counted, SymbolicRange):
         n = it.counted[it.position:].length  # any count: one node, whatever the unroll limit
@@ -113,18 +119,25 @@ def as_loop_node(tx: "InstructionTranslator", inst: Any) -> bool:
         n = len(it.counted) - it.position
         if n == 0 or n <= config.loop_unroll_limit:
             return False
+    return try_as_node(tx, LoopTrace(tx, inst, it, key, carry, attributes))
+
+
+def try_as_node(tx: "InstructionTranslator", trace: "LoopTrace") -> bool:
+    """Run ``trace``'s trial: True when the loop became one node; a body that is not one
+    graph restarts the capture (RestartAnalysis) with the loop tried another way."""
     try:
-        LoopTrace(tx, inst, it, key, carry, attributes).run()
+        trace.run()
     except Unsupported as e:
-        raise RestartAnalysis(key, e.reason, peel=getattr(e, "peel", False), carry=getattr(e, "carry", carry),
-                              attributes=getattr(e, "attributes", attributes)) from None
+        raise RestartAnalysis(trace.key, e.reason, peel=getattr(e, "peel", False) and trace.can_peel,
+                              carry=getattr(e, "carry", trace.carry),
+                              attributes=getattr(e, "attributes", trace.attributes)) from None
     except RestartAnalysis:
         raise
     except Exception as e:  # a bug here must not cost the user the capture: unroll
         if config.strict:
             raise
-        raise RestartAnalysis(key, f"internal error: {type(e).__name__}: {e}") from None
-    logs.log("loops", lambda: f"{tx.code.co_name}:{tx.lineno}: {n} iterations as one loop node")
+        raise RestartAnalysis(trace.key, f"internal error: {type(e).__name__}: {e}") from None
+    logs.log("loops", lambda: f"{tx.code.co_name}:{tx.lineno}: {trace.count} iterations as one loop node")
     return True
 
 
@@ -162,49 +175,6 @@ def _python_number(var: ArrayVariable) -> bool:
     return var.weak is not None or var.python is not None
 
 
-def _python_float(var: Any) -> bool:
-    """A Python float: known now, or computed by the graph (a float a loop carried)."""
-    if isinstance(var, ConstantVariable):
-        return var.python_type() is float  # (a lazy constant's type is guarded, its value not yet)
-    return isinstance(var, ArrayVariable) and var.weak is not None and var.weak[0] is float and var.python is None
-
-
-def _python_float_var(node: ir.Node) -> ArrayVariable:
-    """A 0-d float64 node that eager code holds as a Python float (NEP 50's weak scalar)."""
-    var = ArrayVariable(node, scalar=True)
-    var.weak = (float, None, None)
-    return var
-
-
-class _Number:
-    """A local holding a Python float that changes in the body (``t += dt``): a carried
-    0-d float64 value of the loop, a Python float (weak) inside the body and after it.
-    Python's float arithmetic is IEEE double's, which the graph computes alike."""
-
-    def __init__(self, name: str, head: Any, body: ir.Graph):
-        if not _python_float(head):
-            raise Unsupported(f"{name!r} is not a Python float at the loop's head")
-        self.name, self.head = name, head
-        self.placeholder = body.placeholder(name, ir.TensorMeta((), np.dtype(np.float64)))
-        self.var = _python_float_var(self.placeholder)
-        self.out: ir.Node | None = None
-        self.result: ir.Node | None = None
-
-    def back_edge(self, var: Any, body: ir.Graph) -> None:
-        if not _python_float(var):
-            raise Unsupported(f"{self.name!r} stops being a Python float in the loop body")
-        self.out = _float_node(body, var)
-
-    def initial(self, main: ir.Graph) -> ir.Node:
-        return _float_node(main, self.head)
-
-
-def _float_node(graph: ir.Graph, var: Any) -> ir.Node:
-    if isinstance(var, ConstantVariable):
-        return graph.call("full", (), np.float64(var.value), dtype=np.dtype(np.float64))
-    return var.node
-
-
 def _view_key(var: ArrayVariable) -> tuple:
     return (tuple((s.op, s.args) for s in var.view), var.layout, var.readonly, var.scalar,
             tuple(var.node.meta.shape), var.node.meta.dtype)
@@ -213,17 +183,24 @@ def _view_key(var: ArrayVariable) -> tuple:
 class LoopTrace:
     """One trial: trace the body once, check the back edge, build the node."""
 
+    can_peel = True  # a value that changes kind in the first iteration: run it unrolled, then try
+
     def __init__(self, tx: "InstructionTranslator", inst: Any, it: IteratorVariable, key: tuple,
                  carry: tuple[str, ...] = (), attributes: tuple[str, ...] = ()):
         self.tx, self.inst, self.it, self.key = tx, inst, it, key
+        # The carried ints after the loop, and the index and numbers at the start of its
+        # last iteration, once run (_count)
+        self.finals: dict[str, Any] = {}
+        self.last_values: dict[ir.Node, Any] = {}
         self.carry = carry  # locals holding Python floats that change from one iteration to the next
         # Attributes the body rebinds (self.u = ...), by their source (``L['self'].u``):
         # locals of the loop under that name while the body is traced.
         self.attributes = attributes
         self.stored: set[str] = set()  # those of them the body stores (the others it writes in place)
         self.output = tx.output
-        self.range = it.counted[it.position:]
-        self.count = self.range.length if isinstance(self.range, SymbolicRange) else len(self.range)
+        self.range = it.counted[it.position:] if it is not None else None  # (a while loop's: once run)
+        self.count = None if it is None else self.range.length if isinstance(self.range, SymbolicRange) \
+            else len(self.range)
         self.writes = 0  # array writes in the body (they count as mutations too)
         # The memories the body writes (a version alone does not say: a nested loop
         # moves a memory's version on when it hands back the value it started from).
@@ -259,21 +236,63 @@ class LoopTrace:
 
     # -- the trial ------------------------------------------------------------------------
 
+    # -- what kind of loop: a for loop here, a while loop in while_loops.py -------------------
+
+    def _bounds(self) -> tuple[int, int, int, int]:
+        """``(lo, hi, first, exit)``: the back edge lands in ``[lo, hi]``, the body runs from
+        ``first`` and leaves the loop at ``exit``.  A for loop's back edge jumps to its
+        FOR_ITER, or to the EXTENDED_ARG before it when its jump past the loop needs one."""
+        tx = self.tx
+        for_index = head = tx.ip - 1
+        while head > 0 and tx.instructions[head - 1].opname == "EXTENDED_ARG":
+            head -= 1
+        return head, for_index, for_index + 1, tx.index_of[self.inst.argval]
+
+    def _index_bounds(self) -> tuple:
+        """The index's bounds (None: a symbolic count), for NumPy's rule on a Python int
+        meeting a small int dtype."""
+        if isinstance(self.range, SymbolicRange):
+            return (int, None, None)
+        return (int, min(self.range), max(self.range))
+
+    def _enter(self, index: ArrayVariable) -> None:
+        self.tx.push(self._item(index))
+
+    def _before_step(self) -> bool:
+        """Called before each instruction of the body (a while loop reads its condition
+        here); True when it has taken the instruction's place."""
+        return False
+
+    def _count(self, numbers: list[CarriedNumber], body: ir.Graph, index: ir.Node, kept: list[ir.Node]) -> None:
+        """The ints the loop changes, run now (loop_numbers.simulate) for the known count,
+        with the numbers the ``kept`` nodes are computed from (locals kept after the loop)."""
+        self.finals, self.last_values = {}, {}
+        if any(num.kind is int for num in numbers) or (numbers and kept):
+            if isinstance(self.range, SymbolicRange):
+                raise Unsupported("a Python int changes in a loop of symbolic count")
+            self.finals, _, self.last_values = simulate(numbers, index, body, self.range, also=kept)
+
+    def _leave(self) -> None:
+        """Continue after the loop: the iterator is exhausted and popped."""
+        self.it.items, self.it.position = [], 0  # exhausted (its length would pin a symbolic count)
+        self.tx.pop()
+        self.tx.ip = self.tx.index_of[self.inst.argval] + VERSION.for_iter_exhausted_skip
+
+    @property
+    def rows(self) -> Any:
+        return self.it.rows if self.it is not None else None
+
+    # -- the trial ------------------------------------------------------------------------
+
     def run(self) -> None:
         tx, output = self.tx, self.output
-        for_index = tx.ip - 1
-        # The back edge jumps to the FOR_ITER, or to the EXTENDED_ARG before it when its
-        # jump past the loop needs one (a long body).
-        head_index = for_index
-        while head_index > 0 and tx.instructions[head_index - 1].opname == "EXTENDED_ARG":
-            head_index -= 1
-        exit_index = tx.index_of[self.inst.argval]
+        lands_lo, lands_hi, first, exit_index = self._bounds()
         self._load_arguments()
         self._load_attributes()
         # A local the body stores before reading it (r = x[i], j = i + 1) is made by the
         # body: the value it held at the head is never read, and it need not stay the same.
-        fresh = stored_before_read(tx.instructions[for_index + 1:exit_index])
-        head_locals = {name: v for name, v in tx.locals.items() if name not in fresh}
+        made_in_body = stored_before_read(tx.instructions[first:exit_index])
+        head_locals = {name: v for name, v in tx.locals.items() if name not in made_in_body}
         head_stack = list(tx.stack)
         lengths = [len(v.items) for v in head_stack if isinstance(v, (ListVariable, DictVariable))]
         groups = self._groups(head_locals)
@@ -295,26 +314,27 @@ class LoopTrace:
                 for name in g.names:
                     tx.locals[name] = fresh
                 g.body_var = fresh
-        numbers = [_Number(name, head_locals.get(name), body) for name in self.carry]
+        numbers = [CarriedNumber(name, head_locals.get(name), body) for name in self.carry]
         for num in numbers:
             tx.locals[num.name] = num.var
         for name, (obj, attr) in self.objects.items():  # the body reads them as the loop's values
             output.side_effects.attributes[(obj.source.expr, attr)] = tx.locals[name]
         index_node = body.placeholder("index", INDEX_META)
         index = ArrayVariable(index_node, scalar=True)
-        # Its bounds (None: a symbolic count), for NumPy's rule on a Python int meeting a small int dtype.
-        index.weak = (int, None, None) if isinstance(self.range, SymbolicRange) else \
-            (int, min(self.range), max(self.range))
+        index.weak = self._index_bounds()
         head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
         output.current, output.loop_scope = body, self
         try:
-            tx.push(self._item(index))
+            self._enter(index)
+            stepped = False
             for _ in range(MAX_BODY_STEPS):
-                if head_index <= tx.ip <= for_index:
+                if stepped and lands_lo <= tx.ip <= lands_hi:
                     break
-                if not for_index < tx.ip < exit_index:
+                if not first <= tx.ip < exit_index:
                     raise Unsupported("the loop body leaves the loop (break)")
-                tx.step()
+                if not self._before_step():  # (a while loop's condition moves on by itself)
+                    tx.step()
+                stepped = True
                 if tx.return_value is not None:
                     raise Unsupported("the loop body returns")
             else:
@@ -347,7 +367,7 @@ class LoopTrace:
         ``zip``) the rows at it, ``np.take(x, index, axis=0)``.  Eager's row is a view of
         ``x``: a write through it, or to ``x`` itself, unrolls the loop (read-only here,
         and checked at the back edge), so a copy reads the same values."""
-        rows = self.it.rows
+        rows = self.rows
         if rows is None:
             return index
         position = ArrayVariable(index.node, scalar=True)  # an int64 array for np.take, not a Python int
@@ -357,8 +377,8 @@ class LoopTrace:
             self.row_items.append(item)
         return rows._pack(self.row_items, index if rows.start is not None else None)
 
-    def _check_rows(self, back: dict) -> None:
-        rows = self.it.rows
+    def _check_rows(self, back: dict, head_locals: dict) -> None:
+        rows = self.rows
         if rows is None:
             return
         for a in rows.arrays:
@@ -366,13 +386,15 @@ class LoopTrace:
             if root is not None and root in self.written:
                 raise Unsupported("the loop body writes to the array it iterates over (its rows are views)")
         for name, value in back.items():
+            if name in head_locals:  # read before it is stored (prev = row): the next iteration reads it
+                continue
             for j, item in enumerate(self.row_items):
                 if value is item:
                     self.row_names[name] = j
 
     def _rows_after_the_loop(self) -> None:
         """A local holding a row after the loop is the view eager holds: the last row."""
-        if self.it.rows is None:
+        if self.rows is None:
             return
         last = ConstantVariable(self.range[-1])
         for name, j in self.row_names.items():
@@ -453,24 +475,26 @@ class LoopTrace:
     # -- the back edge ----------------------------------------------------------------------
 
     def _finish(self, main: ir.Graph, body: ir.Graph, groups: list[_Group], head_locals: dict,
-                head_views: dict, index: ArrayVariable, numbers: list["_Number"]) -> None:
+                head_views: dict, index: ArrayVariable, numbers: list[CarriedNumber]) -> None:
         tx = self.tx
         back = dict(tx.locals)
         temps: list[str] = []
-        changed_floats: list[str] = []
-        self._check_rows(back)
+        changed_numbers: list[str] = []
+        kept_numbers: dict[str, ir.Node] = {}
+        self._check_rows(back, head_locals)
         for name in set(head_locals) | set(back):
             h, b = head_locals.get(name), back.get(name)
             if name in self.carry or name in self.row_names:
-                continue  # a carried Python float (_Number), or a row of the iterated arrays
-            if _python_float(h) and _python_float(b) and b is not h and not _same_value(h, b):
-                changed_floats.append(name)  # t += dt: the loop can carry it
+                continue  # a carried Python number, or a row of the iterated arrays
+            kind = python_kind(h)
+            if kind is not None and python_kind(b) is kind and b is not h and not _same_value(h, b):
+                changed_numbers.append(name)  # t += dt, k += 1, prev = i: the loop can carry it
                 continue
             if b is None:
                 raise Unsupported(f"the loop body deletes {name!r}")
             if b is index:
-                if isinstance(h, ArrayVariable):
-                    raise Unsupported(f"the loop index {name!r} replaces an array")
+                if h is not None:  # read before it is stored: the next iteration reads this one's index
+                    raise Unsupported(f"{name!r} holds the loop index of the iteration before")
                 continue
             if isinstance(h, ArrayVariable) and _python_number(h):
                 if b is not h:
@@ -485,7 +509,7 @@ class LoopTrace:
                 continue
             if isinstance(b, ArrayVariable) and h is None:
                 if b.weak is not None and b.python is None:  # j = i - 1: its value in the last iteration
-                    back[name] = ConstantVariable(b.weak[0](self._at_last_index(b.node, body, index.node)))
+                    kept_numbers[name] = b.node  # (computed once the loop's numbers have run)
                     continue
                 if b.python is not None or b.source is not None:
                     raise Unsupported(f"{name!r} holds a Python value computed from the loop's arrays")
@@ -497,13 +521,16 @@ class LoopTrace:
                 e = Unsupported(f"the Python value {name!r} changes from one iteration to the next")
                 e.peel = isinstance(b, ArrayVariable)  # 0 before the loop, an array after the first pass
                 raise e
-        if changed_floats:
-            e = Unsupported(f"the Python floats {', '.join(sorted(changed_floats))} change from one iteration "
+        if changed_numbers:
+            e = Unsupported(f"the Python numbers {', '.join(sorted(changed_numbers))} change from one iteration "
                             "to the next")
-            e.carry = tuple(sorted(changed_floats))
+            e.carry = tuple(sorted(changed_numbers))
             raise e
         for num in numbers:
             num.back_edge(back.get(num.name), body)
+        self._count(numbers, body, index.node, list(kept_numbers.values()))
+        for name, node in kept_numbers.items():
+            back[name] = ConstantVariable(self._at_last_index(node, body, index.node))
         body_nodes = set(body.nodes)
         back_keys: dict[int, _Group] = {}
         for g in groups:
@@ -611,18 +638,7 @@ class LoopTrace:
         last = self.range[-1]
         if not isinstance(last, int):
             raise Unsupported("a value computed from the loop index outlives a loop of symbolic count")
-        values: dict[ir.Node, Any] = {index: np.int64(last)}
-        inside = set(body.nodes)
-
-        def value(n: ir.Node) -> Any:
-            if n not in values:
-                if n.kind != "call" or n not in inside or n.op.kind not in ("pointwise", "creation"):
-                    raise Unsupported(f"{n.name}, computed in the loop body from more than its index, "
-                                      "outlives the loop")
-                values[n] = n.op.impl(*_map_nodes(n.args, value))
-            return values[n]
-
-        return value(node)[()]
+        return evaluate(node, {index: last, **self.last_values}, set(body.nodes))
 
     def _after_the_loop(self, var: Any, body: ir.Graph, index: ir.Node) -> Any:
         """A local holding a view at a position the body computed (``r = x[i]``): after the
@@ -714,8 +730,9 @@ class LoopTrace:
             v = back[name]
             if v.storage is not None:
                 v._seen = (v.storage.resolve()[0], -1)
-        for num in numbers:
-            new_locals[num.name] = _python_float_var(num.result)
+        for num in numbers:  # a float stays a graph value; an int is its value after the loop
+            new_locals[num.name] = number_var(num.result, float) if num.kind is float \
+                else ConstantVariable(self.finals[num.name])
         for name, v in back.items():
             if v is index:
                 new_locals[name] = ConstantVariable(self.range[-1])
@@ -728,9 +745,7 @@ class LoopTrace:
             if name in self.stored:
                 self.output.side_effects.store_attr(obj, attr, value)
                 self.output.mutations += 1
-        self.it.items, self.it.position = [], 0  # exhausted (its length would pin a symbolic count)
-        tx.pop()
-        tx.ip = tx.index_of[self.inst.argval] + VERSION.for_iter_exhausted_skip
+        self._leave()
 
     @staticmethod
     def _in_cycle(perm: dict, g: _Group) -> bool:

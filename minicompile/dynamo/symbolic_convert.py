@@ -24,7 +24,7 @@ import types
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import bytecode, loop_capture
+from . import bytecode, loop_capture, while_loops
 from .bytecode import CURRENT as VERSION
 from .exc import BreakReason, Unsupported
 from .output_graph import OutputGraph
@@ -410,8 +410,9 @@ class InstructionTranslator:
     # -- control flow on Python values ---------------------------------------------------------
 
     def _jump_if(self, inst, when: bool) -> None:
-        if truth(self.pop()) == when:
-            self.jump(inst)
+        if truth(self.pop()) == when and (self.index_of[inst.argval] > self.ip - 1
+                                          or not while_loops.as_while_node(self, inst)):
+            self.jump(inst)  # (3.11 jumps back to a while loop's body on its condition)
 
     def POP_JUMP_IF_FALSE(self, inst) -> None:
         self._jump_if(inst, False)
@@ -452,7 +453,13 @@ class InstructionTranslator:
     def JUMP_FORWARD(self, inst) -> None:
         self.jump(inst)
 
-    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP = JUMP_FORWARD
+    JUMP = JUMP_FORWARD
+
+    def JUMP_BACKWARD(self, inst) -> None:
+        if not while_loops.as_while_node(self, inst):  # the rest of a while loop: one loop node
+            self.jump(inst)
+
+    JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD  # (yield from, await: no while loop)
 
     # -- loops: iterators known at trace time unroll (long counted ones may be one node) -----------------------------------------------
 
