@@ -83,7 +83,7 @@ from .bytecode import stored_before_read
 from .exc import RestartAnalysis, Unsupported
 from .functionalization import Storage, ViewStep
 from .loop_numbers import CarriedNumber, evaluate, number_var, python_kind, simulate
-from .variables.arrays import ArrayVariable, getitem
+from .variables.arrays import ArrayVariable, getitem, python_arithmetic
 from .variables.base import ConstantVariable, VariableTracker
 from .variables.containers import DictVariable, IteratorVariable, ListVariable, SymbolicRange
 
@@ -375,6 +375,8 @@ class LoopTrace:
             item = self.output.call("take", {"a": a, "indices": position, "axis": ConstantVariable(0)})
             item.readonly = True
             self.row_items.append(item)
+        if rows.start:  # enumerate(x, start): the index it hands out counts from start
+            index = python_arithmetic(self.tx, "+", "add", (index, ConstantVariable(rows.start)))
         return rows._pack(self.row_items, index if rows.start is not None else None)
 
     def _check_rows(self, back: dict, head_locals: dict) -> None:

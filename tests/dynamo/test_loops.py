@@ -673,9 +673,10 @@ ROW_STATEMENTS = [
     "u = np.where(row > 0, u, -u)",
     "t = t + 0.25",
     "u = u + prev\nprev = row",  # read before it is stored: the row of the iteration before
+    "v = v + 0.01 * i * row",  # the count enumerate hands out (0 throughout without one)
 ]
 ROW_HEADERS = {"rows": "for row in x:", "enumerate": "for i, row in enumerate(x):",
-               "zip": "for row, other in zip(x, y):"}
+               "zip": "for row, other in zip(x, y):", "enumerate_from": "for i, row in enumerate(x, start=5):"}
 
 
 @SETTINGS
@@ -686,8 +687,8 @@ def test_random_loops_over_rows(header, statements, n):
     loop node where the rows are only read, and results, the arrays iterated and the
     last row kept after the loop agree with NumPy on every backend."""
     body = textwrap.indent("\n".join(statements), " " * 8)
-    source = (f"def f(x, y):\n    u, v, t, prev = np.zeros(4), np.ones(4), 0.5, 0.0\n    {ROW_HEADERS[header]}\n{body}\n"
-              "    return u, v, t, row\n")
+    source = (f"def f(x, y):\n    u, v, t, prev, i = np.zeros(4), np.ones(4), 0.5, 0.0, 0\n    {ROW_HEADERS[header]}\n{body}\n"
+              "    return u, v, t, row, i\n")
     note(source)
     fn = build(source)
 

@@ -179,8 +179,8 @@ def row_iterator(tx: "InstructionTranslator", arrays: list, start: int | None = 
     sizes = {a.node.meta.shape[0] for a in arrays}
     n = min(sizes)  # zip stops at the shortest
     rows = RowIteration(list(arrays), start)
-    # (a loop node counts from 0: enumerate's index is its index only from 0)
-    return IteratorVariable(RowItems(tx, rows, n), counted=range(n) if not start else None, rows=rows)
+    # (a loop node counts from 0: enumerate's index is start plus its index)
+    return IteratorVariable(RowItems(tx, rows, n), counted=range(n), rows=rows)
 
 
 # -- operators ------------------------------------------------------------------------------
