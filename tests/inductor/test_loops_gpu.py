@@ -96,3 +96,36 @@ def test_subscripts_at_the_loop_index_on_device_arrays(fn, shapes):
     fn(*want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(cp.asnumpy(g), cp.asnumpy(w), rtol=1e-9, atol=1e-12)
+
+
+def relax_while(u, n):
+    k = 0
+    while k < n:
+        u = 0.5 * u + 0.25 * (cp.roll(u, 1) + cp.roll(u, -1)) + k * 1e-6
+        k += 1
+    return u, k
+
+
+def smooth_enumerated(x):
+    u = cp.zeros(x.shape[1])
+    prev = 0
+    for i, row in enumerate(x, start=3):
+        u = u + (i + prev) * 1e-3 * row
+        prev = i
+    return u, prev
+
+
+@pytest.mark.parametrize("fn, args", [(relax_while, lambda: (cp.linspace(0.0, 1.0, 4096), 300)),
+                                      (smooth_enumerated, lambda: (cp.asarray(np.random.default_rng(0)
+                                                                              .standard_normal((200, 64))),))],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_while_loops_and_carried_ints_on_device_arrays(fn, args):
+    """A while loop on a counter and a for loop carrying ints (the count of
+    enumerate(x, start), the index before): the ints' start values, made from
+    Python values alone, go to the device; results match CuPy's eager code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mc.compile(fn, backend="triton")(*args())
+    want = fn(*args())
+    assert got[1] == want[1] and type(got[1]) is int
+    np.testing.assert_allclose(cp.asnumpy(got[0]), cp.asnumpy(want[0]), rtol=1e-9, atol=1e-12)
