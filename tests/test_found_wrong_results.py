@@ -426,3 +426,38 @@ def test_ties_of_signed_zeros_and_sums_of_negative_zeros_follow_numpy(backend):
         got = mc.compile(zeros_at_the_extremes, backend=backend)(a)
     for g, w in zip(got, zeros_at_the_extremes(a)):
         assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), (g, w)
+
+
+def stencil_written_in_place(u, w):
+    u = u * 1.0
+    u[1:-1] = 0.5 * (u[:-2] + u[2:]) * w[1:-1]
+    return (u * np.arange(1.0, 7.0)).sum()
+
+
+def view_taken_before_a_write(u, w):
+    u = u * w
+    v = u[1:]          # a view: it sees the write below, as in NumPy
+    u[0:3] = u[0:3] * 2.0
+    return (v * v).sum() + u.sum()
+
+
+@pytest.mark.parametrize("fn", [stencil_written_in_place, view_taken_before_a_write])
+def test_gradient_of_a_tensor_written_in_place_from_its_own_values(backend, fn):
+    """``u[1:-1] = 0.5 * (u[:-2] + u[2:])`` on an mc.Tensor gave a zero gradient for the interior:
+    the reads of u before the write were recorded on the tape as reads of the tensor, which the
+    write then made the new value, so the gradient went round a cycle.  Each tape node now
+    reads the value it was given, and a live view of a written tensor is taken again."""
+    rng = np.random.default_rng(0)
+    u, w = rng.standard_normal(6), rng.standard_normal(6)
+    U, W = mc.Tensor(u.copy(), requires_grad=True), mc.Tensor(w.copy(), requires_grad=True)
+    loss = mc.compile(fn, backend=backend)(U, W)
+    np.testing.assert_allclose(float(loss), fn(u.copy(), w.copy()), rtol=1e-12)
+    loss.backward()
+    eps = 1e-6
+    for got, which in ((U.grad, 0), (W.grad, 1)):
+        numeric = []
+        for e in np.eye(6) * eps:
+            hi = [u + e, w] if which == 0 else [u, w + e]
+            lo = [u - e, w] if which == 0 else [u, w - e]
+            numeric.append((fn(*hi) - fn(*lo)) / (2 * eps))
+        np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)

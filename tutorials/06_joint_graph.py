@@ -273,21 +273,26 @@ np.testing.assert_allclose(doubled[joint.grad_index[1]], 2 * w_t.grad, rtol=1e-1
 # minicompile's IR has no in-place ops at all — every node makes a new value:
 # capture has already functionalized the NumPy program's writes into arrays
 # and their views (tutorial 15), and the joint graph is built from those
-# same ops.  On the eager side, `mc.Tensor` defines no `__iadd__`, so
-# `h += 1` rebinds `h` to a new tensor and the tape records an out-of-place
-# `add`; the value the tape saved earlier is never overwritten.  A write
-# such as `h[0] = v` (or `np.copyto`, `np.add.at`) keeps the tensor object but
-# gives it a new tape node, a `setitem` whose input is the old value.
+# same ops.  On the eager side, a write into an `mc.Tensor` — `h += 1`,
+# `h[0] = v`, `np.copyto`, `np.add.at` — keeps the tensor object, as NumPy
+# keeps the array, but gives it a new tape node (`copyto`, `setitem`) whose
+# input is the old value: the tape nodes that read `h` before the write keep
+# reading the old value, so the value the tape saved is never overwritten
+# (torch counts versions of a tensor to refuse a backward that would read an
+# overwritten value; here the old value is a tensor of its own).  A view
+# taken before the write sees it, as in NumPy: each live view is taken again
+# from the written tensor.
 
 # %%
 t = mc.Tensor(np.ones(3), requires_grad=True)
 h = t * 2.0
-before = h
+before, view = h, h[1:]
+reads_old = h * 1.0  # recorded before the write: reads the old value
 h += 1.0
-print("h += 1 made a new tensor:", h is not before, "| the old one still holds", before.data)
-assert h is not before and np.all(before.data == 2.0) and h._node.op == "add"
-h.sum().backward()
-np.testing.assert_allclose(t.grad, 2.0 * np.ones(3))
+print("h += 1 wrote into h:", h is before, "| its view sees it:", view.data, "| the tape node:", h._node.op)
+assert h is before and np.all(view.data == 3.0) and h._node.op == "copyto"
+(h.sum() + reads_old.sum()).backward()
+np.testing.assert_allclose(t.grad, 4.0 * np.ones(3))
 
 # %% [markdown]
 # ## Differentiating the backward again

@@ -258,7 +258,8 @@ assert np.allclose(heat, heat_eager)  # the caller's array written, as NumPy wri
 # C++ loop that rotates two buffers per carried value; Triton launches the body
 # from a host loop.  A body that is not one graph — a `break`, a branch on the
 # index, a list that grows, a Python number that changes — unrolls, and
-# `MINICOMPILE_LOGS=loops` says why.  A gradient through a loop unrolls it first.
+# `MINICOMPILE_LOGS=loops` says why.  A gradient through a loop node is a loop
+# node too: the loop run in reverse over the carries it saved (tutorial 07).
 
 # %% [markdown]
 # ### Loops inside loops, and a step count that changes

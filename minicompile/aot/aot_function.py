@@ -21,7 +21,6 @@ import numpy as np
 
 from .. import graph_id, ir, logs
 from ..ir.graph import _map_nodes
-from ..ir.loops import has_loops, unroll_loops
 from ..ir.passes import dead_code_elimination
 from ..ir.ops.registry import as_array
 from .joint import build_joint_graph
@@ -41,10 +40,6 @@ class AotFunction:
         self.graph_id = graph_id.current()
         self.backward_graph_id: graph_id.GraphId | None = None
         self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in example_inputs]
-        if any(self.requires_grad) and has_loops(graph):
-            # Loop nodes have no rule of their own (derivatives.REWRITTEN_FOR_GRADIENTS).
-            logs.log("loops", "a gradient flows: loop nodes written out before the joint graph")
-            graph = unroll_loops(graph)
         self.graph = graph
         arrays = [_data(x) for x in example_inputs]
         if any(self.requires_grad):
@@ -73,8 +68,8 @@ class AotFunction:
                 results.append(Tensor(out))
                 continue
             node = TapeNode("compiled", {}, tensors, as_array(out),
-                            backward=self._backward_for(k, saved, forward_outputs),
-                            backward_on_tape=self._backward_on_tape_for(k, inputs, forward_outputs))
+                            backward=self._backward_for(k, saved, forward_outputs))
+            node.backward_on_tape = self._backward_on_tape_for(k, node, inputs, forward_outputs)
             results.append(Tensor(out, requires_grad=True, _node=node))
         return tuple(results)
 
@@ -95,7 +90,7 @@ class AotFunction:
         return run
 
 
-    def _backward_on_tape_for(self, k: int, inputs: tuple, forward_outputs: tuple) -> Callable:
+    def _backward_on_tape_for(self, k: int, node: TapeNode, inputs: tuple, forward_outputs: tuple) -> Callable:
         """The backward of output ``k`` on tensors, recorded on the tape (``create_graph``):
         the joint graph's backward half, as a graph of its own — primals and tangents in,
         gradients out — compiled as a training graph in turn: its joint graph is built by
@@ -104,7 +99,9 @@ class AotFunction:
             tangents = [g if i == k else np.zeros_like(as_array(out))
                         for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
                         if has]
-            example = list(inputs) + tangents
+            # The inputs that need a gradient as the tape node holds them: one written in place
+            # since (t += 1) is its old value there.
+            example = [node.tensors.get(i, x) for i, x in enumerate(inputs)] + tangents
             pattern = tuple(isinstance(x, Tensor) and x.requires_grad for x in example)
             if pattern not in self._vjp:
                 with graph_id.compiling(self._derived_id("backward as a training graph")):

@@ -59,8 +59,9 @@ _COMPLEX_ONLY = "a complex result: no gradient flows through complex values (com
 # Ops never differentiated as themselves: the graph is rewritten first, and the
 # ops it is rewritten into have rules (see AotFunction).
 REWRITTEN_FOR_GRADIENTS: dict[str, str] = dict.fromkeys(
-    ("loop", "loop_result"), "written out iteration by iteration (ir.loops.unroll_loops) before the joint "
-    "graph is built: the backward of the unrolled loop is the reversed loop of each body op's rule")
+    ("loop", "loop_result"), "differentiated by the joint graph itself (aot/loop_gradients.py): the "
+    "forward loop keeps the carries' history, the backward is the loop run in reverse over the body's "
+    "own joint graph")
 NON_DIFFERENTIABLE: dict[str, str] = {
     **dict.fromkeys(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isclose",
                      "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",

@@ -21,6 +21,7 @@ from ..ir.graph import _map_nodes
 from ..ir.passes import common_subexpression_elimination, dead_code_elimination
 from .derivatives import DERIVATIVES, NonDifferentiable, complex_on_path
 from .emit import GraphEmitter
+from .loop_gradients import LoopGradient
 
 
 @dataclass
@@ -38,19 +39,16 @@ class JointGraph:
         return self.graph.python_code("joint")
 
 
+def _metas(node: Node) -> tuple:
+    return node.meta if node.kind == "call" and node.op.name == "loop" else (node.meta,)
+
+
 def _differentiable(node: Node) -> bool:
-    return node.meta is not None and node.meta.dtype.kind == "f"
+    """Does ``node`` carry a gradient: a floating-point value (a loop, one of its results)."""
+    return node.meta is not None and any(m.dtype.kind == "f" for m in _metas(node))
 
 
 def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
-    joint = Graph()
-    primals = [joint.placeholder(f"primal_{p.name}", p.meta) for p in forward.placeholders]
-    copy: dict[Node, Node] = dict(zip(forward.placeholders, primals))
-    for node in forward.calls:  # the forward half, node for node
-        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
-        copy[node] = joint.call(node.op.name, **args)
-        copy[node].user_stack = node.user_stack
-
     # Which forward values lie on a path from an input that needs a gradient (the
     # "active" ones carry a gradient: the floating-point ones).  An integer or boolean
     # value on the path (x > 0) carries none, a piecewise-constant op's rule (floor)
@@ -61,9 +59,23 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
         if any(i in reached for i in node.inputs):
             reached.add(node)
     for node in forward.calls:
-        if node in reached and node.meta.dtype.kind == "c":
+        # (A complex value a loop carries is checked inside its body, by the body's joint graph.)
+        if node in reached and node.op.kind != "loop" and node.meta.dtype.kind == "c":
             raise NonDifferentiable(complex_on_path(node.op.name, node.meta.dtype))
     active = {n for n in reached if _differentiable(n)}
+
+    joint = Graph()
+    primals = [joint.placeholder(f"primal_{p.name}", p.meta) for p in forward.placeholders]
+    copy: dict[Node, Node] = dict(zip(forward.placeholders, primals))
+    loops: dict[Node, LoopGradient] = {}
+    for node in forward.calls:  # the forward half, node for node
+        if node.op.name == "loop" and node in active:  # kept with the carries its backward reads
+            loops[node] = LoopGradient(node, reached)
+            copy[node] = loops[node].forward(joint, copy)
+            continue
+        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
+        copy[node] = joint.call(node.op.name, **args)
+        copy[node].user_stack = node.user_stack
 
     outputs = list(forward.outputs)
     has_tangent = [o in active for o in outputs]
@@ -77,7 +89,22 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
             tangent = next(tangent_iter)
             grads[out] = E.call("add", grads[out], tangent) if out in grads else tangent
 
+    loop_tangents: dict[Node, dict[int, Node]] = {}  # a loop's results' tangents, by position
     for node in reversed(forward.calls):
+        if node.op.name == "loop_result" and node in active and node in grads:
+            loop, position = node.args
+            tangents = loop_tangents.setdefault(loop, {})
+            g = grads.pop(node)
+            tangents[position] = E.call("add", tangents[position], g) if position in tangents else g
+            continue
+        if node in loops:
+            mark = len(joint.nodes)
+            for value, gv in loops[node].backward(E, copy, loop_tangents.pop(node, {})).items():
+                if value in active:
+                    grads[value] = E.call("add", grads[value], gv) if value in grads else gv
+            for made in joint.nodes[mark:]:
+                made.user_stack = made.user_stack or node.user_stack
+            continue
         g = grads.pop(node, None)
         if g is None or node not in active:
             continue

@@ -82,7 +82,10 @@ def min_cut_partition(joint: JointGraph) -> Partition:
             if i in forward_set:
                 users[i].append(n)
     for n in forward:
-        net.add_edge((n, "in"), (n, "out"), nbytes(n))
+        if n.kind == "call" and n.op.name == "loop":  # never saved itself: its results are
+            net.add_edge((n, "in"), (n, "out"))
+        else:
+            net.add_edge((n, "in"), (n, "out"), nbytes(n))
         must_run_forward = (n.kind == "placeholder" or n in fwd_outputs
                             or n.op.kind not in RECOMPUTABLE_KINDS)
         if must_run_forward:

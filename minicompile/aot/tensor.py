@@ -18,6 +18,13 @@ to tensors instead of arrays, through :class:`TapeEmitter`: the backward is
 recorded on the tape in turn, and its gradients can be differentiated again
 (``mc.grad(mc.grad(f))``, ``mc.hessian``).
 
+An in-place write (``t[k] = v``) makes the tensor a new value on the tape;
+the ops that read it before keep reading the old one (each tape node knows
+its readers), so ``u[1:-1] = 0.5 * (u[:-2] + u[2:])`` differentiates through
+the old ``u`` as NumPy computed it.  A view taken before the write
+(``v = u[1:]``, a view in NumPy) sees it, as in NumPy: each live view is
+taken again from the written tensor.
+
 A NumPy function that is no op of the registry (``np.split``, ``np.gradient``,
 ``np.rollaxis``) runs as NumPy calls that come back here op by op: NumPy's own
 source, or one written in tensor_functions.py.
@@ -25,6 +32,7 @@ source, or one written in tensor_functions.py.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -74,6 +82,10 @@ class TapeNode:
     backward: Any = None
     backward_on_tape: Any = None
 
+    def __post_init__(self) -> None:
+        for t in self.tensors.values():  # a write into one of them later leaves this node its old value
+            t._readers.append(weakref.ref(self))
+
 
 class Tensor:
     __array_priority__ = 1000  # so ndarray + Tensor defers to Tensor
@@ -85,6 +97,43 @@ class Tensor:
         self.requires_grad = requires_grad
         self.grad: Any = None  # an array of the data's module
         self._node = _node
+        self._readers: list[weakref.ref] = []  # the tape nodes that read this value
+        # The tensors that are views of this one (their data shares its memory), and, for a
+        # view, how it was taken from its base: (op, args, kwargs).
+        self._views: list[weakref.ref] = []
+        self._view_of: tuple | None = None
+
+    def _become(self, after: "Tensor") -> None:
+        """Take ``after``'s value and place on the tape; the tape nodes that read this tensor
+        so far read its old value, a tensor of its own from now on."""
+        before = Tensor.__new__(Tensor)
+        before.__dict__.update(self.__dict__)
+        before._views, before._view_of, before._readers = [], None, []
+        for ref in self._readers:
+            node = ref()
+            if node is not None:
+                node.tensors = {k: before if t is self else t for k, t in node.tensors.items()}
+                before._readers.append(ref)
+        self.data, self._node, self.requires_grad = after.data, after._node, after.requires_grad
+        self._readers = []
+        for ref in after._readers:  # (none yet: after is new) they read it as this tensor
+            node = ref()
+            if node is not None:
+                node.tensors = {k: self if t is after else t for k, t in node.tensors.items()}
+                self._readers.append(ref)
+
+    def _retake_views(self) -> None:
+        """After an in-place write: each live view of this tensor is taken again from its new
+        value, as NumPy's views see the write (and views of those views, in turn)."""
+        views, self._views = self._views, []
+        for ref in views:
+            view = ref()
+            if view is None:
+                continue
+            op, args, kwargs = view._view_of
+            view._become(apply(op, (self,) + args, kwargs))
+            self._views.append(ref)
+            view._retake_views()
 
     # -- ndarray-like surface ------------------------------------------------------------
 
@@ -148,15 +197,38 @@ class Tensor:
         the op's functional form applied to the tensor's value so far, which the tensor
         then becomes — on the tape, a new node whose input is the old value."""
         node = self._node
-        if node is None and self.requires_grad:
+        if node is None and self.requires_grad and _GRAD_ENABLED[-1]:
             raise RuntimeError("a leaf tensor that requires grad is used in an in-place operation")
         if node is not None and node.op in OPS and (OPS[node.op].kind == "view" or node.op == "getitem"):
             raise TypeError(f"an in-place write into the result of np.{node.op} (a view in NumPy) is not "
                             "supported on mc.Tensor: the array it views would not see it")
-        before = Tensor.__new__(Tensor)
-        before.__dict__.update(self.__dict__)
-        after = apply(op, (before,) + args, kwargs)
-        self.data, self._node, self.requires_grad = after.data, after._node, after.requires_grad
+        after = apply(op, (self,) + args, kwargs)
+        if not _GRAD_ENABLED[-1]:  # (mc.no_grad(): an optimizer's step) into the memory itself
+            array_module(self.data).copyto(self.data, after.data)
+            return
+        self._become(after)
+        self._retake_views()
+
+    def _in_place(self, ufunc: Any, other: Any) -> "Tensor":
+        """``t op= o``: as in NumPy, the result is written into ``t`` (cast back to its dtype
+        under 'same_kind'), and every view of ``t`` sees it."""
+        result = ufunc(self, other)
+        if tuple(result.shape) != tuple(self.shape):
+            raise ValueError(f"non-broadcastable output operand with shape {tuple(self.shape)} doesn't match "
+                             f"the broadcast shape {tuple(result.shape)}")
+        if not np.can_cast(result.dtype, self.dtype, "same_kind"):
+            raise TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype!r} to "
+                            f"{self.dtype!r} with casting rule 'same_kind'")
+        self._write("copyto", (result,), {})
+        return self
+
+    def __iadd__(self, o): return self._in_place(np.add, o)
+    def __isub__(self, o): return self._in_place(np.subtract, o)
+    def __imul__(self, o): return self._in_place(np.multiply, o)
+    def __itruediv__(self, o): return self._in_place(np.divide, o)
+    def __ipow__(self, o): return self._in_place(np.power, o)
+    def __ifloordiv__(self, o): return self._in_place(np.floor_divide, o)
+    def __imod__(self, o): return self._in_place(np.remainder, o)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -418,15 +490,22 @@ def apply(op: str, args: tuple, kwargs: dict) -> Any:
         elif isinstance(v, (tuple, list)):
             tensors.update({(k, i): t for i, t in enumerate(v) if _on_tape(t)})
     if not tensors or not _GRAD_ENABLED[-1]:
-        return Tensor(raw)
-    if raw.dtype.kind == "c":
+        result = Tensor(raw)
+    elif raw.dtype.kind == "c":
         raise NonDifferentiable(complex_on_path(op, raw.dtype))
-    if raw.dtype.kind != "f":
+    elif raw.dtype.kind != "f":
         # An integer or boolean result (x > 0, argmax) carries no gradient: its derivative
         # is zero.  It stays on the tape without its values, so that a float computed
         # from it (np.sum(w * (x > 0))) still requires grad, and backward() gives zeros.
-        return Tensor(raw, _node=TapeNode(op, {}, tensors, None))
-    return Tensor(raw, requires_grad=True, _node=TapeNode(op, canonical, tensors, raw))
+        result = Tensor(raw, _node=TapeNode(op, {}, tensors, None))
+    else:
+        result = Tensor(raw, requires_grad=True, _node=TapeNode(op, canonical, tensors, raw))
+    first = args[0] if args else None
+    if (isinstance(first, Tensor) and (op == "getitem" or OPS[op].kind == "view")
+            and array_module(raw).may_share_memory(raw, first.data)):
+        result._view_of = (op, args[1:], kwargs)
+        first._views.append(weakref.ref(result))
+    return result
 
 
 def _on_tape(value: Any) -> bool:

@@ -358,7 +358,7 @@ class Functionalizer:
         from .variables.arrays import ArrayVariable
 
         if _is_tensor(value) or scalar:
-            # mc.Tensor has no in-place operators (x += 1 rebinds, as on NumPy scalars).
+            # An mc.Tensor: no storage (its writes are the tape's: capture breaks at them).
             return ArrayVariable(node, source, scalar=scalar)
         shape = node.meta.shape
         layout = tuple(value.strides) if _static(shape) else "C"

@@ -17,6 +17,8 @@ import math
 import types
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import ir
 from ..ir.symbolic import Sym, is_symbolic
 from .exc import NotResumable
@@ -40,6 +42,7 @@ class Reconstructor:
         self.lines: list[str] = []
         self.memo: dict[int, str] = {}
         self.storage_memo: dict[int, str] = {}  # one real array per storage the graph made
+        self.tensor_memo: dict[ir.Node, str] = {}  # one mc.Tensor per node
         self.sizes: dict[str, str] = {}  # size symbol -> the line that reads it from the frame
         self.callee_wrapper = callee_wrapper
 
@@ -107,6 +110,8 @@ class Reconstructor:
         before anything reads it) or a graph output, then ``var``'s view chain
         replayed on it in Python, so views are views again after the graph."""
         storage = var.storage
+        if storage is None and not var.scalar and var.source is None and var.eager_python is None:
+            return self.tensor(var.node)  # an mc.Tensor
         if storage is None or var.scalar:  # a NumPy scalar or an mc.Tensor: a value
             return var.source.expr if var.source is not None else self.graph_value(var)
         if storage.source is not None:
@@ -128,6 +133,26 @@ class Reconstructor:
         for step in var.view:
             base = step.python(self.named(f"___{step.op}", ir.OPS[step.op].impl), base, self.literal)
         return base
+
+    def tensor(self, node: ir.Node) -> str:
+        """The mc.Tensor holding ``node`` after the graph.  A view NumPy makes of another
+        tensor (a basic subscript, a transpose) is taken again from that tensor here, in
+        Python, so that a write the tape records into the base later reaches the view, as in
+        NumPy (an mc.Tensor keeps its views); any other value is the graph's output."""
+        text = self.tensor_memo.get(node)
+        if text is not None:
+            return text
+        sources = dict(zip(self.output.graph.placeholders, self.output.input_sources))
+        if node.kind == "placeholder" and node in sources:
+            text = sources[node].expr
+        elif node.kind == "call" and _is_view(node):
+            base = self.tensor(node.args[0])
+            args = ", ".join([base] + [self.literal(a) for a in node.args[1:]])
+            text = self.temporary(f"{self.named(f'___{node.op.name}', node.op.impl)}({args})")
+        else:
+            text = self.node_value(node)
+        self.tensor_memo[node] = text
+        return text
 
     def new_object(self, var: NewObjectVariable) -> str:
         """An object the trace made: made here from its class, then given its
@@ -209,3 +234,16 @@ def _is_literal(text: str) -> bool:
     except (ValueError, SyntaxError):
         return False
     return True
+
+
+def _is_view(node: ir.Node) -> bool:
+    """Does NumPy make ``node`` as a view of its first argument (a basic subscript, a view op)?"""
+    if not node.args or not isinstance(node.args[0], ir.Node):
+        return False
+    if node.op.name == "getitem":
+        return not any(isinstance(k, (ir.Node, np.ndarray, list)) for k in _flatten_key(node.args[1]))
+    return node.op.kind == "view" and not any(isinstance(a, ir.Node) for a in node.args[1:])
+
+
+def _flatten_key(key: Any) -> list:
+    return list(key) if isinstance(key, tuple) else [key]

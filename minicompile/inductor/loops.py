@@ -3,11 +3,13 @@
 In:  a graph holding ``loop`` nodes (:mod:`minicompile.ir.ops.control`), its
      example inputs, and from the backend ``compile_graph(graph, example_inputs)
      -> callable`` for a graph without loops (its usual pipeline) and, where it
-     has its own, ``make_loop(body, examples) -> (compiled body, run)`` where
-     ``run(n, start, step, carried, invariant) -> tuple`` runs the compiled
-     body ``n`` times (the C++ backend: one generated C++ function holding
-     the loop).  By default the loop is a host loop calling the compiled body
-     once per iteration (Triton launches the body's kernels that way).
+     has its own, ``make_loop(body, examples, carried) -> (compiled body, run)``
+     (``carried``: how many of the body's inputs and outputs are carried) where
+     ``run(n, start, step, carried, invariant, sliced, reverse) -> tuple`` runs
+     the compiled body ``n`` times and returns the carried values' last values,
+     then the stacked outputs (the C++ backend: one generated C++ function
+     holding the loop).  By default the loop is a host loop calling the
+     compiled body once per iteration (Triton launches the body's kernels that way).
 Out: :class:`LoopCompiledGraph`, called like the graph: it runs, in graph
      order, each loop-free *segment* (compiled by the backend) and each loop
      (its body compiled once, whatever the trip count).
@@ -27,11 +29,12 @@ import numpy as np
 from .. import ir
 from ..ir.graph import _map_nodes
 from ..ir.loops import has_loops  # noqa: F401  (re-exported for the backends)
+from ..ir.ops.control import iteration_order, loop_parts
 from ..ir.ops.registry import array_module, is_device_array
 from ..ir.symbolic import SymbolicUnsupported, is_symbolic, substitute
 from .compiled import CompiledGraph
 
-LoopRunner = Callable[[int, int, int, list, list], tuple]
+LoopRunner = Callable[[int, int, int, list, list, list, bool], tuple]
 
 
 def example(meta: ir.TensorMeta, xp: Any = np) -> Any:
@@ -45,19 +48,30 @@ def contiguous(value: Any) -> Any:
     return array_module(value).asarray(value, order="C")
 
 
-def host_loop(compiled_body: Callable[..., tuple]) -> LoopRunner:
+def host_loop(compiled_body: Callable[..., tuple], stacked_metas: tuple = ()) -> LoopRunner:
     """The loop in Python, calling the compiled body once per iteration (the index a
-    0-d int64 array in the carried values' module: on the device for CuPy's)."""
+    0-d int64 array in the carried values' module: on the device for CuPy's).
+    ``stacked_metas``: the metas of one row of each stacked output."""
 
-    def run(n: int, start: int, step: int, carried: list, invariant: list) -> tuple:
+    def run(n: int, start: int, step: int, carried: list, invariant: list, sliced: list = (),
+            reverse: bool = False) -> tuple:
         values = list(carried)
-        xp = array_module(values[0]) if values else np
-        for k in range(n):
+        xp = array_module(next(iter((*values, *invariant, *sliced)), np.zeros(0)))
+        stacked = [xp.empty((n, *m.shape), m.dtype) for m in stacked_metas]
+        for k in iteration_order(n, reverse):
             index = xp.array(start + k * step, dtype=np.int64)
-            values = [contiguous(v) for v in compiled_body(*values, *invariant, index)]
-        return fresh_results(values, carried, invariant)
+            results = compiled_body(*values, *invariant, *(s[k, ...] for s in sliced), index)
+            values = [contiguous(v) for v in results[:len(carried)]]
+            for s, r in zip(stacked, results[len(carried):]):
+                s[k] = r
+        return fresh_results(values, carried, invariant) + tuple(stacked)
 
     return run
+
+
+def stacked_row_metas(body: ir.Graph, carried: int) -> tuple[ir.TensorMeta, ...]:
+    """The meta of one row of each stacked output of a loop body (its outputs after the carried)."""
+    return tuple(o.meta for o in body.outputs[carried:])
 
 
 def fresh_results(values: list, carried: list, invariant: list) -> tuple:
@@ -111,7 +125,7 @@ def symbolic_count_only(graph: ir.Graph, users: dict) -> None:
             raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
     for node in graph.calls:
         metas = node.meta if isinstance(node.meta, tuple) else (node.meta,)
-        bodies = [node.args[0]] if node.op.name == "loop" else []
+        bodies = [loop_parts(node).body] if node.op.name == "loop" else []
         if any(is_symbolic(m) for m in metas) or any(b.is_dynamic for b in bodies):
             raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
 
@@ -124,9 +138,9 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
     examples) -> (compiled body, run)``; by default the body compiled by ``compile_graph``
     and run by :func:`host_loop`."""
     if make_loop is None:
-        def make_loop(body: ir.Graph, examples: list) -> tuple[Any, LoopRunner]:
+        def make_loop(body: ir.Graph, examples: list, carried: int) -> tuple[Any, LoopRunner]:
             compiled = compile_graph(body, examples)
-            return compiled, host_loop(compiled)
+            return compiled, host_loop(compiled, stacked_row_metas(body, carried))
     users = graph.users()
     if graph.is_dynamic:
         symbolic_count_only(graph, users)
@@ -153,10 +167,13 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
     for node in graph.calls:
         if node.op.name == "loop":
             flush()
-            body, start, step, n, carried, invariant = node.args
-            compiled_body, run = make_loop(body, [example(p.meta, xp) for p in body.placeholders])
-            parts.append((f"{node.name}: body, run {n} times", compiled_body))
-            steps.append(("loop", run, node, list(carried), list(invariant), n, start, step))
+            loop = loop_parts(node)
+            compiled_body, run = make_loop(loop.body, [example(p.meta, xp) for p in loop.body.placeholders],
+                                           len(loop.carried))
+            parts.append((f"{node.name}: body, run {loop.n} times{' in reverse' if loop.reverse else ''}",
+                          compiled_body))
+            steps.append(("loop", run, node, loop))
+            n = loop.n
             dynamic_counts = dynamic_counts or is_symbolic(n)
         elif node.op.name == "loop_result":
             flush()
@@ -178,9 +195,10 @@ def compile_with_loops(graph: ir.Graph, example_inputs: list,
                     values = [xp.asarray(v) if isinstance(v, np.ndarray) else v for v in values]
                 env.update(zip(outs, values))
             elif s[0] == "loop":
-                _, run, node, carried, invariant, n, start, step = s
-                env[node] = run(substitute(n, bindings), start, step, [contiguous(env[c]) for c in carried],
-                                [contiguous(env[c]) for c in invariant])
+                _, run, node, loop = s
+                env[node] = run(substitute(loop.n, bindings), loop.start, loop.step,
+                                *([contiguous(env[c]) for c in values]
+                                  for values in (loop.carried, loop.invariant, loop.sliced)), loop.reverse)
             else:
                 node = s[1]
                 env[node] = env[node.args[0]][node.args[1]]

@@ -249,10 +249,12 @@ def format_value(value: Any) -> str:
 
 def format_call(node: Node, prefix: str = "") -> str:
     """``np.sum(x, axis=(1,))``: positional for arrays, keywords when not default."""
-    if node.op.name == "loop":  # loop(body, range(...), carried=..., invariant=...)
-        body, start, step, n, carried, invariant = node.args
-        return (f"loop({prefix}{node.name}_body, range({start}, {start + n * step}, {step}), "
-                f"carried={format_value(tuple(carried))}, invariant={format_value(tuple(invariant))})")
+    if node.op.name == "loop":  # loop(body, range(...), carried=..., invariant=..., sliced=...)
+        body, start, step, n, carried, invariant, sliced, reverse = node.args
+        indices = f"range({start}, {start + n * step}, {step})"
+        extra = f", sliced={format_value(tuple(sliced))}" if sliced else ""
+        return (f"loop({prefix}{node.name}_body, {f'reversed({indices})' if reverse else indices}, "
+                f"carried={format_value(tuple(carried))}, invariant={format_value(tuple(invariant))}{extra})")
     if node.op.name == "loop_result":
         return f"{format_value(node.args[0])}[{node.args[1]}]"
     params = node.op.signature.parameters

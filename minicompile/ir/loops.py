@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph, Node
+from .ops.control import iteration_order
 from .symbolic import SymbolicUnsupported, is_symbolic
 
 
@@ -38,16 +39,23 @@ def inline(new: Graph, graph: Graph, inputs: list[Node]) -> list[Node]:
     env: dict[Node, Any] = dict(zip(graph.placeholders, inputs))
     for node in graph.calls:
         if node.op.name == "loop":
-            body, start, step, n, carried, invariant = node.args
+            body, start, step, n, carried, invariant, sliced, reverse = node.args
             if is_symbolic(n):  # pinning it now would escape the guards already made
                 raise SymbolicUnsupported(f"{node.name} runs a symbolic number of times ({n}): "
                                           "it cannot be written out")
             values = [env[c] for c in carried]
             fixed = [env[c] for c in invariant]
-            for k in range(n):
+            rows: dict[int, list[Node]] = {}
+            for k in iteration_order(n, reverse):
                 index = new.call("full", (), np.int64(start + k * step), dtype=np.int64)
-                values = inline(new, body, values + fixed + [index])
-            env[node] = tuple(values)
+                row = [new.call("getitem", env[s], k) for s in sliced]
+                results = inline(new, body, values + fixed + row + [index])
+                values, rows[k] = results[:len(carried)], results[len(carried):]
+            stacked = [new.call("stack", tuple(rows[k][j] for k in range(n)))
+                       for j in range(len(body.outputs) - len(carried))] if n else \
+                [new.call("zeros", node.meta[len(carried) + j].shape, node.meta[len(carried) + j].dtype)
+                 for j in range(len(body.outputs) - len(carried))]
+            env[node] = tuple(values) + tuple(stacked)
         elif node.op.name == "loop_result":
             value = env[node.args[0]][node.args[1]]
             # No iteration ran: the result is still an input, and an op's result is a new array.

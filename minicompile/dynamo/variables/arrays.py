@@ -192,6 +192,10 @@ def binary(tx: "InstructionTranslator", symbol: str, op: str | None, a: Variable
     if inplace and isinstance(a, ArrayVariable) and a.storage is not None:
         result = binary(tx, symbol, op, a, b, inplace=False)
         return update_array(tx, a, cast_in_place(tx, result, a, op or symbol), f"'{symbol}='")
+    if inplace and isinstance(a, ArrayVariable) and not a.scalar:
+        # An mc.Tensor (no storage: the capture keeps no views of it) written in place:
+        # the tape does it, where the tensor's views see the write.
+        raise Unsupported(f"'{symbol}=' on an mc.Tensor (a write the tape records, eagerly)")
     for v in (a, b):
         if isinstance(v, (TupleVariable, ListVariable)):
             raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")

@@ -50,39 +50,42 @@ def compile_graph(graph: ir.Graph, example_inputs: list[np.ndarray], row_fusion:
     (the backend lookup then compiles once per shape: ``minicompile.per_shape``)."""
     if loops.has_loops(graph):  # segments around each loop; the body compiled once (inductor/loops.py)
         return loops.compile_with_loops(graph, example_inputs, lambda g, ex: _compile(g, ex, row_fusion),
-                                        lambda body, ex: _compile_body(body, ex, row_fusion))
+                                        lambda body, ex, carried: _compile_body(body, ex, carried, row_fusion))
     return _compile(graph, example_inputs, row_fusion, sizes_as_args=graph.is_dynamic)
 
 
-def _compile_body(body: ir.Graph, example_inputs: list, row_fusion: bool) -> tuple[CompiledGraph, Any]:
+def _compile_body(body: ir.Graph, example_inputs: list, carried: int,
+                  row_fusion: bool) -> tuple[CompiledGraph, Any]:
     """A loop's body, and how the loop runs it: the generated C++ loop (loop_driver.py)
     where the body is kernels alone, else a host loop calling the compiled body."""
     if loops.has_loops(body):  # a nested loop: its own C++ loop, inside a host loop over this one
         compiled = compile_graph(body, example_inputs, row_fusion)
         compiled.schedule += "\n(the outer loop runs in Python: its body holds a loop)"
-        return compiled, loops.host_loop(compiled)
-    compiled = _compile(body, example_inputs, row_fusion, loop_body=True)
+        return compiled, loops.host_loop(compiled, loops.stacked_row_metas(body, carried))
+    compiled = _compile(body, example_inputs, row_fusion, loop_carried=carried)
     run, unfit = getattr(compiled, "loop_run", None), getattr(compiled, "loop_unfit", compiled.fallback_reason)
     if run is not None:
         compiled.schedule += "\n(the loop runs in C++: mc_loop calls these kernels n times)"
         return compiled, run
     compiled.schedule += f"\n(the loop runs in Python, calling the compiled body: {unfit})"
     logs.log("schedule", lambda: f"loop body as a host loop: {unfit}")
-    return compiled, loops.host_loop(compiled)
+    return compiled, loops.host_loop(compiled, loops.stacked_row_metas(body, carried))
 
 
 def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False,
-             loop_body: bool = False) -> CompiledGraph:
+             loop_carried: int | None = None) -> CompiledGraph:
+    """``loop_carried``: the graph is a loop's body with that many carried values (its
+    kernels are also driven by a generated C++ loop, where the body fits one)."""
     graph = decompositions.before_lowering(graph)
     if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
     source, kernel_args = cpp.generate(sched)
     driver, unfit = None, "not a loop body"
-    if loop_body:
-        unfit = loop_driver.unfit(sched, kernel_args) or (None if kernel_args else "no kernels")
+    if loop_carried is not None:
+        unfit = loop_driver.unfit(sched, kernel_args, loop_carried) or (None if kernel_args else "no kernels")
         if unfit is None:
-            text, driver = loop_driver.generate(sched, kernel_args)
+            text, driver = loop_driver.generate(sched, kernel_args, loop_carried)
             source += "\n" + text
     epilogues = matmul.epilogues(sched)  # (cpp.generate made the same choice)
     # What runs, as the wrapper runs it: generated GEMMs, values kept in registers.
