@@ -70,7 +70,7 @@ def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:
     loops: dict[Node, LoopGradient] = {}
     for node in forward.calls:  # the forward half, node for node
         if node.op.name == "loop" and node in active:  # kept with the carries its backward reads
-            loops[node] = LoopGradient(node, reached)
+            loops[node] = LoopGradient(node, reached, build_joint_graph)
             copy[node] = loops[node].forward(joint, copy)
             continue
         args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))

@@ -30,7 +30,7 @@ reads are kept: a body linear in ``u`` keeps no history of ``u``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .. import logs
 from ..ir import Graph, Node
@@ -59,10 +59,11 @@ def copy_into(graph: Graph, source: Graph, env: dict[Node, Any]) -> None:
 
 class LoopGradient:
     """The forward and backward loops of one loop node ``node`` of a forward graph;
-    ``reached``: which of its inputs (nodes of that graph) carry a gradient."""
+    ``reached``: which of its inputs (nodes of that graph) carry a gradient;
+    ``build_joint_graph``: joint.py's, applied to the body (a loop in it differentiates
+    through this class again)."""
 
-    def __init__(self, node: Node, reached: set[Node]):
-        from .joint import build_joint_graph  # (joint.py builds the loops' gradients through this module)
+    def __init__(self, node: Node, reached: set[Node], build_joint_graph: Callable[[Graph, list[bool]], Any]):
         self.node, self.loop = node, loop_parts(node)
         loop = self.loop
         body = loop.body

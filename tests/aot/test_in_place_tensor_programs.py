@@ -42,6 +42,9 @@ STATEMENTS = [
     "u = u * w",
     "u[0] = (v * v).sum()",
     "print(end='')",  # a graph break
+    "v = u",  # another name for the same tensor: it sees u's writes
+    "bump(u, w)",  # a write inside a called function reaches the caller's tensor
+    "h = u * 2.0\nh += w\nu = u + h",  # a fresh value nothing else holds: written in the graph
 ]
 
 
@@ -51,8 +54,13 @@ def program(statements: list[str]) -> str:
             "    return (u * np.arange(1.0, 7.0)).sum() + (v * v).sum()\n")
 
 
+def bump(x, w):
+    x *= 1.5
+    x += w
+
+
 def build(source: str):
-    namespace = {"np": np}
+    namespace = {"np": np, "bump": bump}
     exec(compile(source, "<in-place program>", "exec"), namespace)
     return namespace["f"]
 
@@ -118,3 +126,29 @@ def test_a_leaf_that_requires_grad_is_written_only_under_no_grad():
         w -= 0.1 * w.grad
     assert w.requires_grad and w._node is None
     np.testing.assert_allclose(w.data, np.full(3, 0.8))
+
+
+def test_a_fresh_tensor_written_in_place_stays_in_the_graph():
+    """``h += w`` on a value only ``h`` holds is its new value: no graph break."""
+    def f(u, w):
+        h = u * 2.0
+        h += w
+        h *= np.tanh(h)
+        return h.sum()
+
+    ex = mc.explain(f)(mc.Tensor(np.ones(4), requires_grad=True), mc.Tensor(np.ones(4)))
+    assert ex.graph_break_count == 0
+
+
+def test_a_write_to_a_tensor_another_name_holds_reaches_it():
+    def f(u, w):
+        u = u * 1.0
+        alias = u
+        u += w
+        return alias.sum()
+
+    u, w = np.arange(4.0), np.ones(4)
+    for backend in BACKENDS:
+        mc.reset()
+        got = mc.compile(f, backend=backend)(mc.Tensor(u, requires_grad=True), mc.Tensor(w))
+        assert float(got) == f(u.copy(), w) == 10.0

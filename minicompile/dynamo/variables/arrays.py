@@ -45,7 +45,8 @@ class ArrayVariable(VariableTracker):
     storage through any variable bumps its version; reading ``node`` then
     re-derives this variable's value from the base's new one.  ``storage`` is
     None for values without memory of their own to write to: NumPy scalars
-    and ``mc.Tensor`` (whose in-place operators rebind, as a scalar's do).
+    and ``mc.Tensor``, whose writes the tape records (``+=`` on one that nothing
+    else holds is its new value; see ``binary``).
 
     ``scalar`` is True where eager NumPy would hold a NumPy scalar
     (np.float32(...)) rather than an array: the 0-d result of a ufunc or a
@@ -68,6 +69,7 @@ class ArrayVariable(VariableTracker):
         self.scalar = scalar or python is not None
         self.python = python
         self.storage = storage
+        self.tensor_viewed = False  # (an mc.Tensor's variable) a view of it was taken in the trace
         self.view = view
         self.layout = layout
         self.readonly = readonly
@@ -193,9 +195,13 @@ def binary(tx: "InstructionTranslator", symbol: str, op: str | None, a: Variable
         result = binary(tx, symbol, op, a, b, inplace=False)
         return update_array(tx, a, cast_in_place(tx, result, a, op or symbol), f"'{symbol}='")
     if inplace and isinstance(a, ArrayVariable) and not a.scalar:
-        # An mc.Tensor (no storage: the capture keeps no views of it) written in place:
-        # the tape does it, where the tensor's views see the write.
-        raise Unsupported(f"'{symbol}=' on an mc.Tensor (a write the tape records, eagerly)")
+        # An mc.Tensor (no storage: capture keeps no views of it) written in place.  Where
+        # nothing else can see the write, the new value in its place is the write; else
+        # the tape does it, where the caller and the tensor's views see it.
+        seen_by = _seen_elsewhere(tx, a)
+        if seen_by is not None:
+            raise Unsupported(f"'{symbol}=' on an mc.Tensor that {seen_by} (a write the tape records, eagerly)")
+        return cast_in_place(tx, binary(tx, symbol, op, a, b, inplace=False), a, op or symbol)
     for v in (a, b):
         if isinstance(v, (TupleVariable, ListVariable)):
             raise Unsupported(f"'{symbol}' between an array and a Python {v.describe()}")
@@ -365,6 +371,32 @@ def delitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
 
 
 # -- in-place updates: functional in the graph, written back after it ------------------------
+
+def _seen_elsewhere(tx: "InstructionTranslator", tensor: ArrayVariable) -> str | None:
+    """Who besides the one local being written would see a write into ``tensor`` (an
+    mc.Tensor's variable): the caller (an argument), a view of it, another local or a
+    container of any frame being traced; None when nobody."""
+    if tensor.source is not None:
+        return "the caller passed"
+    if tensor.tensor_viewed:
+        return "a view was taken of"
+    holders, seen = 0, set()
+
+    def count(value: Any) -> None:
+        nonlocal holders
+        if value is tensor:
+            holders += 1
+        elif isinstance(value, (TupleVariable, ListVariable)) and id(value) not in seen:
+            seen.add(id(value))
+            for item in value.items:
+                count(item)
+    frame = tx
+    while frame is not None:
+        for value in (*frame.locals.values(), *frame.stack):
+            count(value)
+        frame = frame.parent
+    return "another name or a container holds" if holders > 1 else None
+
 
 def cast_in_place(tx: "InstructionTranslator", result: ArrayVariable, target: ArrayVariable,
                   op: str) -> ArrayVariable:
