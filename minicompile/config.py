@@ -91,6 +91,12 @@ loop_unroll_limit: int = _setting(
     "body, traced once, when the body allows it; shorter loops unroll, which lets their "
     "kernels fuse across iterations.")
 
+attention_template: bool = _flag(
+    "attention_template", "MINICOMPILE_ATTENTION_TEMPLATE", True,
+    "Triton backend: softmax attention written as NumPy ops (q @ k.T, scaled, masked, softmax, @ v) "
+    "runs as one flash-attention kernel; 0 keeps the ops as they are (two matmuls and the softmax's "
+    "kernels).")
+
 strict: bool = _flag(
     "strict", "MINICOMPILE_STRICT", False,
     "1: minicompile's own internal errors raise, instead of running the function eagerly with "
@@ -144,7 +150,7 @@ triton_compile_workers: int = _setting(
 _environment(
     "MINICOMPILE_LOGS", "unset",
     "Artifacts printed to stderr as they are made, comma-separated: graph, guards, recompiles, "
-    "graph_breaks, bytecode, loops, decomp, aot, partition, schedule, output_code, cudagraphs, spyre, or "
+    "graph_breaks, bytecode, loops, decomp, patterns, aot, partition, schedule, output_code, cudagraphs, spyre, or "
     "all; +internals keeps minicompile's own frames in tracebacks. "
     "minicompile.logs.set_logs(...) changes them at run time.")
 

@@ -27,6 +27,7 @@ ARTIFACTS = (
     "bytecode",      # the function's bytecode as the interpreter reads it
     "loops",         # each counted loop: one loop node, or unrolled, and why
     "decomp",        # graphs before and after decomposition into primitives
+    "patterns",      # each pattern a backend replaces by a template (attention), or why not
     "aot",           # the joint forward/backward graph
     "partition",     # what the partitioner saves and recomputes
     "schedule",      # the fused kernels chosen by the inductor scheduler

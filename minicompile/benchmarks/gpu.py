@@ -75,6 +75,14 @@ def tiny(x):
     return x + 1.0
 
 
+def attention(q, k, v):
+    """Softmax attention as NumPy code writes it: one flash-attention kernel (the pattern)."""
+    s = (q @ k.transpose(0, 1, 3, 2)) * 0.125
+    s = s - s.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
 def _torch_fns() -> dict[str, Callable]:
     import torch
 
@@ -99,9 +107,13 @@ def _torch_fns() -> dict[str, Callable]:
     def t_mlp(x, w, b):
         return t_gelu(x @ w + b)
 
+    def t_attention(q, k, v):
+        return t_softmax((q @ k.transpose(-1, -2)) * 0.125) @ v
+
     return {"gelu": t_gelu, "softmax": t_softmax, "layer_norm": t_layer_norm, "adam": t_adam,
             "gelu_matmul": t_mlp, "transpose": lambda x: x.T + 1.0,
-            "batched_matmul": lambda a, b: (a @ b) * 0.125, "tiny": lambda x: x + 1.0}
+            "batched_matmul": lambda a, b: (a @ b) * 0.125, "tiny": lambda x: x + 1.0,
+            "attention": t_attention}
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,7 @@ WORKLOADS = [
     GpuWorkload("batched_matmul", batched_matmul, ((64, 1024, 128), (64, 128, 1024)), np.float16, 1,
                 2.0 * 64 * 1024 * 1024 * 128),
     GpuWorkload("tiny", tiny, ((8,),), np.float32, 1),
+    GpuWorkload("attention", attention, ((8, 16, 1024, 64),) * 3, np.float32, 1, 4.0 * 8 * 16 * 1024 * 1024 * 64),
 ]
 
 

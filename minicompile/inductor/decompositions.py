@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Collection
 
+import numpy as np
+
 from .. import logs
 from ..ir import passes
 from ..ir.graph import Graph, Node
@@ -103,6 +105,32 @@ def _matmul(g: Graph, n: Node) -> Node | None:
     return g.call("reshape", g.call("matmul", rows, b), n.shape)
 
 
+def _swapaxes(g: Graph, n: Node) -> Node | None:
+    a, first, second = n.args
+    if not isinstance(a, Node) or not all(isinstance(x, (int, np.integer)) for x in (first, second)):
+        return None
+    axes = list(range(len(a.shape)))
+    i, j = int(first) % len(a.shape), int(second) % len(a.shape)
+    axes[i], axes[j] = axes[j], axes[i]
+    return g.call("transpose", a, tuple(axes))
+
+
+def _moveaxis(g: Graph, n: Node) -> Node | None:
+    a, source, destination = n.args
+    src = tuple(source) if isinstance(source, (tuple, list)) else (source,)
+    dst = tuple(destination) if isinstance(destination, (tuple, list)) else (destination,)
+    if not isinstance(a, Node) or len(src) != len(dst) or not all(
+            isinstance(x, (int, np.integer)) and -len(a.shape) <= x < len(a.shape) for x in src + dst):
+        return None  # NumPy's own call raises its error
+    src, dst = tuple(int(x) % len(a.shape) for x in src), tuple(int(x) % len(a.shape) for x in dst)
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        return None
+    order = [axis for axis in range(len(a.shape)) if axis not in src]
+    for d, axis in sorted(zip(dst, src)):
+        order.insert(d, axis)
+    return g.call("transpose", a, tuple(order))
+
+
 def _einsum(g: Graph, n: Node) -> Node | None:
     spec, operands = n.arg("subscripts"), n.arg("operands")
     if "->" not in spec or "." in spec or len(operands) != 2 or not all(isinstance(o, Node) for o in operands):
@@ -138,6 +166,8 @@ DECOMPOSITIONS: dict[str, Callable[[Graph, Node], Node | None]] = {
     "fabs": _fabs,                                  # fabs(x) = |x|, floats only
     "matmul": _matmul,                              # (..., K) @ (K, N) = reshape((M, K) @ (K, N))
     "einsum": _einsum,                              # einsum("mk,kn->mn") = matmul, any ranks of m, k, n
+    "swapaxes": _swapaxes,                          # swapaxes(x, i, j) = transpose(x, axes with i, j swapped)
+    "moveaxis": _moveaxis,                          # moveaxis(x, s, d) = transpose(x, the axes moved)
 }
 
 

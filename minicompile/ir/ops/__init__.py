@@ -19,7 +19,8 @@ each family lives in its own module, in the order a reader meets them:
 ``parts``       real, imag (views of a complex array) and the writes through them
 ``creation``    zeros, ones, full, empty (deterministic), ``_like``, arange,
                 linspace, eye, tri, asarray
-``linalg``      matmul, dot, vdot, inner, outer, tensordot, einsum, convolve, cross
+``linalg``      matmul, dot, vdot, inner, outer, tensordot, einsum, convolve, cross;
+                ``attention`` (softmax(q @ kt) @ v, formed by backends from those ops)
 ``indexing``    getitem, setitem (functional), take, take_along_axis, put_along_axis
 ``sorting``     sort, argsort, searchsorted, interp, digitize, partition, argpartition
 ``checks``      check: an error NumPy raises on array values, raised when the graph runs

@@ -46,6 +46,31 @@ def _matmul_meta(x1: TensorMeta, x2: TensorMeta) -> TensorMeta:
 register(OpDef("matmul", "extern", _matmul, _matmul_meta, ufunc=np.matmul, scalar_result=True))
 
 
+def _attention(q, kt, v, mask=None, scale=None, divide=False, fill=None):
+    """``softmax(q @ kt, last axis) @ v``, the scores first divided by ``scale`` (``divide``)
+    or multiplied by it, then, with a ``mask``, ``where(mask, scores, fill)``: the NumPy
+    program a backend's attention pattern replaces (scaled dot-product attention), op for
+    op, so its values are that program's.  No user writes it: backends with a fused
+    kernel for it form it from those ops (the Triton backend's flash-style template)."""
+    s = np.matmul(q, kt)
+    if scale is not None:
+        s = s / scale if divide else s * scale
+    if mask is not None:
+        s = np.where(mask, s, fill)
+    s = s - s.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    return np.matmul(e / e.sum(axis=-1, keepdims=True), v)
+
+
+def _attention_meta(q: TensorMeta, kt: TensorMeta, v: TensorMeta, mask=None, scale=None, divide=False,
+                    fill=None) -> TensorMeta:
+    scores = _matmul_meta(q, kt)
+    return _matmul_meta(scores, v)
+
+
+register(OpDef("attention", "extern", _attention, _attention_meta))
+
+
 def _tiny_dtype(fn: Any, *operands: Any, **kwargs: Any) -> np.dtype:
     """NumPy's result dtype for ``fn`` on one-element samples of the same ranks."""
     samples = [np.ones((1,) * o.ndim, o.dtype) if isinstance(o, TensorMeta) else o for o in operands]

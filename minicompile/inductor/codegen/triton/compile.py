@@ -40,6 +40,7 @@ from . import kernel as tg, runtime, versions, workers
 from .ops import PRELUDE, unsupported_node
 from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
+from .attention import AttentionTemplate, attention_kernel, attention_templates, fuse_attention
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel, step_reads
 from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
@@ -115,11 +116,11 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     on_gpu = any(runtime.is_cupy(x) for x in example_inputs)
     if on_gpu and not all(runtime.is_cupy(x) for x in example_inputs):
         return _op_by_op(graph, example_inputs)
-    graph = before_lowering(graph, keep=OWN_FORMS)
+    graph = fuse_attention(before_lowering(graph, keep=OWN_FORMS))
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs], on_gpu)
-    sched = fuse_rows(fuse_matmul_epilogues(scatter_add_templates(sched)))
+    sched = fuse_rows(fuse_matmul_epilogues(attention_templates(scatter_add_templates(sched))))
     module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
     for k in module.kernels.values() if sizes_as_args else ():
@@ -215,6 +216,8 @@ def generate(schedule: Schedule) -> TritonModule:
             tk = matmul_kernel(step, kernel_name("tem", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, ScatterTemplate):
             tk = scatter_kernel(step, kernel_name("sca", index, step.origins, op_of, prefix), schedule.buffers)
+        elif isinstance(step, AttentionTemplate):
+            tk = attention_kernel(step, kernel_name("att", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, RowGroup):
             tk = row_kernel(step, kernel_name("per", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, Kernel):
@@ -257,6 +260,11 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
             for name in step.origins:
                 why = "template: tl.dot tiles, float32 accumulator" if name == step.name else s.decisions[name]
                 lines.append(f"    {name:<16} {why}{held if name in step.kept else ''}")
+        elif isinstance(step, AttentionTemplate):
+            mask = ", masked" if step.mask is not None else ""
+            lines.append(f"{k.name}  template flash attention [{', '.join(map(str, step.batch_shape))}] x "
+                         f"[{step.m}, {step.d}] x [{step.n}, {step.dv}]{mask}")
+            lines.append(f"    {step.name:<16} {s.decisions[step.name]}")
         elif isinstance(step, ScatterTemplate):
             lines.append(f"{k.name}  template scatter-add [{', '.join(map(str, step.domain))}] updates into "
                          f"[{', '.join(map(str, step.shape))}]")

@@ -117,14 +117,9 @@ def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand, 
         return None
     operands, copies, buffers = [], [], dict(schedule.buffers)
     for ref in ext.args:
-        operand = _strided(ref.name, schedule)
+        operand = operand_of(ref.name, schedule, buffers, copies)
         if operand is None:
-            copy = _copy_of_view(ref.name, schedule)
-            if copy is None:
-                return None
-            copies.append(copy[0])
-            buffers[copy[1].name] = copy[1]
-            operand = Operand(copy[1].name, copy[1].shape, copy[1].strides)
+            return None
         operands.append(operand)
     a, b = operands
     if len(a.shape) < 2 or len(b.shape) < 2:
@@ -137,6 +132,21 @@ def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand, 
     if 0 in ext.shape or a.shape[-1] == 0:
         return None
     return a, b, copies, [buffers[k.pointwise[0].buffer] for k in copies]
+
+
+def operand_of(name: str, schedule: Schedule, buffers: dict[str, Buffer], copies: list[Kernel]) -> Operand | None:
+    """How a template reads ``name``: at its strides (:func:`_strided`), or, for a view at no
+    fixed strides, from a C-contiguous copy whose kernel is appended to ``copies`` (its buffer
+    added to ``buffers``); None when neither is possible."""
+    operand = _strided(name, schedule)
+    if operand is None:
+        copy = _copy_of_view(name, schedule)
+        if copy is None:
+            return None
+        copies.append(copy[0])
+        buffers[copy[1].name] = copy[1]
+        operand = Operand(copy[1].name, copy[1].shape, copy[1].strides)
+    return operand
 
 
 def _view_load(name: str, schedule: Schedule) -> tuple[ir.Node, L.Load] | None:
@@ -214,6 +224,8 @@ def _reads(step) -> set[str]:
     if isinstance(step, MatmulTemplate):
         reads = {step.a.buffer, step.b.buffer}
         return reads | (_reads(step.epilogue) if step.epilogue else set())
+    if hasattr(step, "reads"):  # another template (attention) says what it reads
+        return set(step.reads)
     if isinstance(step, ScatterTemplate):  # it adds into its own buffer, made by the copy before it
         return {step.name} | {k.name for k in step.keys} | ({step.value.name} if isinstance(step.value, Buffer) else set())
     return set()

@@ -18,6 +18,7 @@ from ... import loop_ir as L
 from ... import scheduler
 from ..common import Names, extern_call
 from . import kernel as tg
+from .attention import AttentionTemplate
 from .matmul import MatmulTemplate
 from .scatter import ScatterTemplate
 from .rows import RowGroup
@@ -66,7 +67,7 @@ class WrapperWriter:
                 self.emit(f"{local} = _xp.asarray({param}, dtype={dtype}, order=\"C\")")
                 self.var[layout.name] = local
         for step in self.s.steps:
-            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup, ScatterTemplate)):
+            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)):
                 self._kernel(step)
             else:
                 self._extern(step)
@@ -90,7 +91,7 @@ class WrapperWriter:
         # What the kernel writes to memory (a value it keeps in registers has no buffer;
         # a scatter writes into the buffer the copy before it made).
         stores = kernel.writes if kernel is not None else \
-            step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate)) \
+            step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)) \
             else [st.buffer for st in step.stores]
         for name in stores:
             buf = self.s.buffers[name]

@@ -1,0 +1,372 @@
+"""Scaled dot-product attention as one flash-style Triton kernel.
+
+In:  a graph about to be scheduled for Triton (:func:`fuse_attention`), then its
+     schedule (:func:`attention_templates`).
+Out: the graph with each attention pattern replaced by one ``attention`` node
+     (``ir/ops/linalg.py``), and the schedule with each such node an
+     :class:`AttentionTemplate`, whose kernel :func:`attention_kernel` writes.
+
+The pattern is softmax attention as NumPy code writes it::
+
+    s = q @ k.T                        (k's transpose: any view the template reads at strides)
+    s = s / c   or   s * c             (optional)
+    s = np.where(mask, s, fill)        (optional; a boolean mask broadcast to s)
+    s = s - s.max(axis=-1, keepdims=True)
+    e = np.exp(s)
+    p = e / e.sum(axis=-1, keepdims=True)
+    out = p @ v
+
+with every intermediate read by the pattern alone (a graph output, or a value
+read elsewhere, keeps the ops as they are: the log says which).  Inductor
+pattern-matches torch's attention the same way (``fuse_attention.py``) and
+calls a flash-attention template; ours is that template.
+
+The kernel is FlashAttention's forward (Dao et al., 2022): one program per
+``BLOCK_M`` rows of queries of one batch matrix; it streams ``BLOCK_N``
+columns of ``kᵀ`` and rows of ``v`` at a time, keeps the row's running
+maximum ``m``, the running sum ``l`` of ``exp(s - m)`` and the accumulator
+``acc`` of ``exp(s - m) @ v`` in registers, rescaling both by ``exp(m_old -
+m_new)`` when the maximum grows, and divides once at the end.  The
+``[M, N]`` score matrix never exists in memory: per head it reads q, k, v and
+the mask once and writes the output once.  Masked entries take ``fill`` as in
+NumPy; where the running maximum is still ``-inf`` (every column so far masked
+with ``-inf``), the exponentials are taken against 0 instead, so a row whose
+later columns are unmasked is unaffected and a row masked entirely gives
+``0 / 0``: NaN, as NumPy's ``exp(-inf - -inf)`` does.  A block the mask
+hides entirely is skipped where that is exact: always for a fill of ``-inf``,
+and for a finite fill once every row's maximum is far enough above it that
+``exp(fill - m)`` is 0 in float32 (the upper half of a causal mask).  Sums
+run in float32 (float16 inputs included) in another order than NumPy's, and
+float32 products are "tf32x3" (see ``DOT_PRECISION``): results agree to float
+tolerance, not bit for bit.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .... import config, ir, logs
+from ....ir.symbolic import is_symbolic
+from ... import loop_ir as L
+from ...scheduler import Buffer, Kernel, Schedule
+from . import kernel as tg
+from .matmul import MATMUL_DTYPES, Operand, operand_of
+from .ops import literal, triton_type
+
+# The float32 products' precision: "tf32x3" splits each float32 operand into a TF32
+# high part and a TF32 remainder and sums three tensor-core products, which is float32's
+# precision to within a few units in the last place (TF32 alone keeps 10 bits and
+# would not match NumPy).  With exact "ieee" products the H200 runs this kernel on
+# CUDA cores, several times slower than the unfused matmuls (benchmarks/gpu_models.py).
+DOT_PRECISION = 'input_precision="tf32x3"'
+
+
+# -- the pattern, on the graph -------------------------------------------------------------
+
+def _args(node: ir.Node) -> dict[str, Any]:
+    return dict(zip(node.op.param_names, node.args))
+
+
+def _last_axis_keepdims(node: ir.Node, op: str, a: ir.Node) -> bool:
+    """``node`` is ``op(a, axis=-1, keepdims=True)`` with every other argument its default."""
+    if node.op.name != op:
+        return False
+    args, params = _args(node), node.op.signature.parameters
+    if args.get(next(iter(params))) is not a or args.get("axis") != (len(a.shape) - 1,) \
+            or args.get("keepdims") is not True:
+        return False
+    return all(v is params[k].default or (not isinstance(v, ir.Node) and v == params[k].default)
+               for k, v in args.items() if k not in (next(iter(params)), "axis", "keepdims"))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+class _Match:
+    """One attention pattern ending at the matmul ``out``: its operands and the nodes it replaces."""
+
+    def __init__(self, out: ir.Node):
+        self.out = out
+        self.q = self.kt = self.v = self.mask = None
+        self.scale, self.divide, self.fill = None, False, None
+        self.inner: list[ir.Node] = []  # the nodes the attention node replaces (``out`` is the node itself)
+
+
+def _match(out: ir.Node, users: dict, outputs: set) -> tuple[_Match | None, str | None]:
+    """The attention ending at ``out`` (a matmul), or (None, why not) once its softmax is found
+    (None, None: not attention at all)."""
+    p, v = out.args
+    if not (isinstance(p, ir.Node) and p.kind == "call" and p.op.name == "divide"):
+        return None, None
+    e, total = p.args
+    if not (isinstance(e, ir.Node) and isinstance(total, ir.Node) and e.kind == "call" and e.op.name == "exp"
+            and _last_axis_keepdims(total, "sum", e)):
+        return None, None
+    d = e.args[0]
+    if not (isinstance(d, ir.Node) and d.kind == "call" and d.op.name == "subtract"):
+        return None, None
+    s, top = d.args
+    if not (isinstance(s, ir.Node) and isinstance(top, ir.Node) and _last_axis_keepdims(top, "max", s)):
+        return None, None
+    m = _Match(out)
+    soft = s  # what the softmax reads: the scores, scaled and masked
+    below: list[ir.Node] = [s]  # soft, then each node under it down to the matmul
+    if s.op.name == "where" and isinstance(s.args[0], ir.Node) and s.args[0].dtype == np.bool_ \
+            and isinstance(s.args[1], ir.Node) and _number(s.args[2]):
+        m.mask, m.fill = s.args[0], float(s.args[2])
+        s = s.args[1]
+        below.append(s)
+    if s.op.name in ("divide", "multiply") and _number(s.args[1]) and isinstance(s.args[0], ir.Node):
+        m.scale, m.divide = float(s.args[1]), s.op.name == "divide"
+        s = s.args[0]
+        below.append(s)
+    elif s.op.name == "multiply" and _number(s.args[0]) and isinstance(s.args[1], ir.Node):
+        m.scale = float(s.args[0])
+        s = s.args[1]
+        below.append(s)
+    if s.op.name != "matmul":
+        return None, "the softmax's scores are not a matmul (scaled or masked)"
+    if below[-1] is not s:
+        below.append(s)
+    m.q, m.kt = s.args
+    m.v = v
+    m.inner = [p, total, e, d, top] + below
+    readers = {p: [out], total: [p], e: [total, p], d: [e], top: [d], soft: [top, d]}
+    readers.update({node: [above] for above, node in zip(below, below[1:])})
+    for node in m.inner:
+        if node in outputs:
+            return None, f"{node.name} is also a result of the graph"
+        if sorted(n.name for n in users[node]) != sorted(n.name for n in readers[node]):
+            return None, f"{node.name} is read outside the pattern ({', '.join(u.name for u in users[node])})"
+    if tuple(soft.shape) != tuple(s.shape) or s.meta.ndim < 2 or out.meta.ndim != s.meta.ndim:
+        return None, "the mask broadcasts the scores to another shape"
+    if not all(isinstance(x, ir.Node) and x.meta.ndim == s.meta.ndim for x in (m.q, m.kt, m.v)):
+        return None, "q, kᵀ and v do not have the scores' rank"
+    return m, None
+
+
+def fuse_attention(graph: ir.Graph) -> ir.Graph:
+    """``graph`` with each attention pattern one ``attention`` node (see the module docstring);
+    unchanged when ``config.attention_template`` is off."""
+    if not config.attention_template:
+        return graph
+    users, outputs = graph.users(), set(graph.outputs)
+    matches: dict[ir.Node, _Match] = {}
+    for node in graph.calls:
+        if node.op.name != "matmul" or len(node.args) != 2:
+            continue
+        found, why = _match(node, users, outputs)
+        if found is not None:
+            matches[node] = found
+            logs.log("patterns", f"attention: {node.name} = softmax({found.inner[-1].name}) @ {node.args[1].name} "
+                                 "is one flash-attention kernel")
+        elif why is not None:
+            logs.log("patterns", f"attention: not at {node.name}: {why}")
+    if not matches:
+        return graph
+    replaced = {n for m in matches.values() for n in m.inner}
+    new = ir.Graph()
+    env: dict[ir.Node, ir.Node] = {}
+    for node in graph.nodes:
+        if node.kind == "placeholder":
+            env[node] = new.placeholder(node.name, node.meta)
+        elif node.kind == "call" and node in matches:
+            m = matches[node]
+            env[node] = new.call("attention", env[m.q], env[m.kt], env[m.v],
+                                 env[m.mask] if m.mask is not None else None, m.scale, m.divide, m.fill)
+            env[node].user_stack = node.user_stack
+            assert env[node].meta == node.meta, (env[node].meta, node.meta)
+        elif node.kind == "call" and node not in replaced:
+            env[node] = new.call(node.op.name, *ir.graph._map_nodes(node.args, env.__getitem__))
+            env[node].user_stack = node.user_stack
+    new.output([env[o] for o in graph.outputs])
+    return new
+
+
+# -- the template, on the schedule ---------------------------------------------------------
+
+@dataclass
+class AttentionTemplate:
+    """``out = attention(q, kt, v, mask, ...)`` over ``batch_shape`` matrices of
+    ``[m, d] x [d, n] -> softmax -> [n, dv]``."""
+
+    name: str
+    q: Operand
+    kt: Operand
+    v: Operand
+    mask: Operand | None
+    scale: float | None
+    divide: bool
+    fill: float | None
+    batch_shape: tuple[int, ...]
+    m: int
+    n: int
+    d: int
+    dv: int
+    dtype: np.dtype
+    origins: list[str] = field(default_factory=list)
+
+    @property
+    def stores(self) -> list[str]:
+        return [self.name]
+
+    @property
+    def reads(self) -> set[str]:
+        return {o.buffer for o in (self.q, self.kt, self.v, self.mask) if o is not None}
+
+
+def _operand(ref: Any, schedule: Schedule, buffers: dict, copies: list) -> Operand | None:
+    return operand_of(ref.name, schedule, buffers, copies) if isinstance(ref, L.BufferRef) else None
+
+
+def _template_for(ext: L.Extern, schedule: Schedule, buffers: dict) -> tuple[AttentionTemplate, list] | None:
+    if ext.op_name != "attention" or len(ext.args) != 7 or is_symbolic(ext.shape) or 0 in ext.shape:
+        return None
+    q_ref, kt_ref, v_ref, mask_ref, scale, divide, fill = ext.args
+    copies: list[Kernel] = []
+    q, kt, v = (_operand(r, schedule, buffers, copies) for r in (q_ref, kt_ref, v_ref))
+    mask = _operand(mask_ref, schedule, buffers, copies) if mask_ref is not None else None
+    if q is None or kt is None or v is None or (mask_ref is not None and mask is None):
+        return None
+    if any(is_symbolic(o.shape) or is_symbolic(o.strides) for o in (q, kt, v)):
+        return None
+    if not (buffers[q.buffer].dtype == buffers[kt.buffer].dtype == buffers[v.buffer].dtype == ext.dtype
+            and ext.dtype in MATMUL_DTYPES):
+        return None
+    batch_shape = tuple(ext.shape[:-2])
+    m, dv = ext.shape[-2:]
+    d, n = kt.shape[-2:]
+    origins = [ext.name]
+    return AttentionTemplate(ext.name, q, kt, v, mask, scale, divide, fill, batch_shape, m, n, d, dv,
+                             ext.dtype, origins), copies
+
+
+def attention_templates(schedule: Schedule) -> Schedule:
+    """Replace each ``attention`` Extern by an :class:`AttentionTemplate` (operands that are
+    views at no fixed strides laid out first by a pointwise kernel each)."""
+    out: list = []
+    buffers, decisions = dict(schedule.buffers), dict(schedule.decisions)
+    for step in schedule.steps:
+        found = _template_for(step, schedule, buffers) if isinstance(step, L.Extern) else None
+        if found is None:
+            out.append(step)
+            continue
+        template, copies = found
+        out += copies + [template]
+        buffers[step.name] = replace(buffers[step.name], kind="kernel")
+        decisions[step.name] = ("template: flash attention, online softmax over blocks of kᵀ and v, "
+                                "the scores never stored")
+        for name, why in decisions.items():
+            decisions[name] = re.sub(rf"\bextern {re.escape(step.name)}\b", f"template {step.name}", why)
+    return replace(schedule, steps=out, buffers=buffers, decisions=decisions)
+
+
+def _offset(operand: Operand, batch_shape: tuple[int, ...]) -> str:
+    """``offset + `` the operand's matrix of program ``batch`` (broadcast dimensions: 0)."""
+    terms = [str(operand.offset)] if operand.offset else []
+    lead = operand.shape[:-2]
+    for i, _ in enumerate(batch_shape):
+        j = i - (len(batch_shape) - len(lead))
+        if j >= 0 and lead[j] != 1:
+            inner = math.prod(batch_shape[i + 1:])
+            index = f"(batch // {inner})" if inner != 1 else "batch"
+            terms.append(f"({index} % {batch_shape[i]}) * {operand.strides[j]}")
+    return "".join(f"{t} + " for t in terms)
+
+
+def _matrix_strides(operand: Operand) -> tuple[int, int]:
+    """The strides of the operand's last two axes (0 where it broadcasts along one)."""
+    shape, strides = operand.shape, operand.strides
+    rows = strides[-2] if len(shape) >= 2 and shape[-2] != 1 else 0
+    return rows, strides[-1] if shape[-1] != 1 else 0
+
+
+def attention_kernel(t: AttentionTemplate, name: str, buffers: dict[str, Buffer]) -> tg.TritonKernel:
+    """The flash-attention forward (see the module docstring)."""
+    w = tg.ValueWriter(buffers, {t.name})
+    q, kt, v = (w.pointer(o.buffer) for o in (t.q, t.kt, t.v))
+    mask = w.pointer(t.mask.buffer) if t.mask is not None else None
+    batch = math.prod(t.batch_shape)
+    sizes = [buffers[o.buffer].numel for o in (t.q, t.kt, t.v)] + [batch * t.m * max(t.n, t.dv)]
+    pid = "tl.program_id(0).to(tl.int64)" if max(sizes) >= 2**31 else "tl.program_id(0)"
+    f32 = "tl.float32"
+    w.line(f"M, N, D, DV = {t.m}, {t.n}, {t.d}, {t.dv}")
+    w.line(f"pid = {pid}")
+    w.line("tiles_m = (M + BLOCK_M - 1) // BLOCK_M")
+    w.line("batch = pid // tiles_m")
+    w.line("rm = (pid % tiles_m) * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w.line("rd = tl.arange(0, BLOCK_D)")
+    w.line("rdv = tl.arange(0, BLOCK_DV)")
+    (qm, qd), (kd, kn), (vn, vd) = (_matrix_strides(o) for o in (t.q, t.kt, t.v))
+    w.line(f"q = tl.load({q} + {_offset(t.q, t.batch_shape)}rm[:, None] * {qm} + rd[None, :] * {qd}, "
+           "mask=(rm[:, None] < M) & (rd[None, :] < D), other=0.0)")
+    w.line(f"m_i = tl.full([BLOCK_M], -INF, {f32})")
+    w.line(f"l_i = tl.full([BLOCK_M], 0.0, {f32})")
+    w.line(f"acc = tl.full([BLOCK_M, BLOCK_DV], 0.0, {f32})")
+    w.line("for start in range(0, N, BLOCK_N):")
+    w.depth += 1
+    w.line("rn = start + tl.arange(0, BLOCK_N)")
+    w.line("inside = rn[None, :] < N")
+    precision = f", {DOT_PRECISION}" if t.dtype == np.dtype(np.float32) else ""
+    if t.mask is not None:
+        mm, mn = _matrix_strides(t.mask)
+        fill = np.asarray(t.fill).astype(t.dtype).item()  # NumPy's where casts it (-1e9 is -inf in float16)
+        w.line(f"keep = tl.load({mask} + {_offset(t.mask, t.batch_shape)}rm[:, None] * {mm} + rn[None, :] * {mn}, "
+               "mask=(rm[:, None] < M) & inside, other=0)")
+        # A tile masked entirely adds exp(fill - m) = 0 exactly to each row once the row's
+        # maximum is over 110 above the fill (float32's exp is 0 below -104), and always
+        # for a fill of -inf: skipped, the causal mask's upper half costs nothing.
+        w.line("live = tl.reduce(keep.to(tl.int32), None, _maximum) != 0")
+        if math.isinf(fill) and fill < 0:
+            w.line("if live:")
+        else:
+            w.line(f"settled = (tl.reduce(m_i, None, _minimum) - {literal(fill, np.dtype(np.float32))}) > 110.0")
+            w.line("if live | (settled == 0):")
+        w.depth += 1
+    w.line(f"kt = tl.load({kt} + {_offset(t.kt, t.batch_shape)}rd[:, None] * {kd} + rn[None, :] * {kn}, "
+           "mask=(rd[:, None] < D) & (rn[None, :] < N), other=0.0)")
+    w.line(f"s = tl.dot(q, kt{precision})")
+    w.line(f"s = s.to({triton_type(t.dtype)}).to({f32})  # the product rounded as NumPy's matmul rounds it")
+    if t.scale is not None:
+        w.line(f"s = s {'/' if t.divide else '*'} {literal(t.scale, np.dtype(np.float32))}")
+    if t.mask is not None:
+        w.line(f"s = tl.where(keep != 0, s, {literal(fill, np.dtype(np.float32))})")
+    w.line("s = tl.where(inside, s, -INF)  # columns past the end count for nothing")
+    w.line("m_new = tl.maximum(m_i, tl.reduce(s, 1, _maximum))  # (the prelude's combine functions: see ops.py)")
+    w.line("# Against 0 while every column so far is -inf: exp gives 0, never -inf - -inf.")
+    w.line("m_ref = tl.where(m_new == -INF, 0.0, m_new)")
+    w.line("alpha = tl.exp(m_i - m_ref)")
+    w.line("p = tl.exp(s - m_ref[:, None])")
+    w.line("l_i = l_i * alpha + tl.reduce(p, 1, _add)")
+    w.line(f"vt = tl.load({v} + {_offset(t.v, t.batch_shape)}rn[:, None] * {vn} + rdv[None, :] * {vd}, "
+           "mask=(rn[:, None] < N) & (rdv[None, :] < DV), other=0.0)")
+    w.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({triton_type(t.dtype)}), vt{precision})")
+    w.line("m_i = m_new")
+    w.depth -= 1 + (t.mask is not None)
+    w.line("result = acc / l_i[:, None]")
+    out = Operand(t.name, tuple(buffers[t.name].shape), tuple(buffers[t.name].strides))
+    om, od = _matrix_strides(out)
+    w.line(f"tl.store(out_{t.name} + {_offset(out, t.batch_shape)}rm[:, None] * {om} + rdv[None, :] * {od}, "
+           f"result.to({triton_type(t.dtype)}), mask=(rm[:, None] < M) & (rdv[None, :] < DV))")
+    header, params = tg.signature(name, w, [t.name], ["BLOCK_M", "BLOCK_N", "BLOCK_D", "BLOCK_DV"])
+    return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, 1, batch), _configs(t),
+                           "\n".join([header] + w.lines), [t.name])
+
+
+def _configs(t: AttentionTemplate) -> list[dict[str, int]]:
+    """Block sizes: the head dimensions padded to a power of two (16 at least, for
+    ``tl.dot``); rows and columns of 64 by default, larger tiles worth timing on the GPU."""
+    bd, bdv = max(16, tg.next_power_of_2(t.d)), max(16, tg.next_power_of_2(t.dv))
+    small = max(16, min(64, tg.next_power_of_2(t.m)))
+    cols = max(16, min(64, tg.next_power_of_2(t.n)))
+    default = dict(BLOCK_M=small, BLOCK_N=cols, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=4, num_stages=2)
+    if t.m < 128 or t.n < 128:
+        return [default]
+    tilings = [(128, 64, 8, 2), (128, 32, 4, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
+    return [default] + [dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, BLOCK_DV=bdv, num_warps=nw, num_stages=ns)
+                        for bm, bn, nw, ns in tilings]
