@@ -226,3 +226,21 @@ def test_fast_launch_path_follows_sizes_and_their_specialization(monkeypatch):
     assert runs[-1] == (-(-33 * 9 // 64), (4096, 8192, 33, 9, 64)) and len(compiled_keys) == 2
     launcher(a, b, 32, 9)  # s0 now a multiple of 16: the general path, its own specialization
     assert runs[-1][0] == -(-32 * 9 // 64) and compiled_keys[-1] == ("D", "D", "D", None)
+
+
+def test_a_dynamic_batch_of_1x1_convolutions_stays_a_matmul_template(compiles):
+    """[batch, H, W, C] @ [C, O] with the batch symbolic: the rows (batch * H * W) lie as one
+    axis whatever the batch, so the template reads them; before, every such product of a
+    dynamic batch (MobileNetV2's 1x1 convolutions) was a BLAS call through the array module."""
+    def conv(x, w, b):
+        return np.clip(x @ w + b, 0, 6)
+
+    compiled = mc.compile(conv, backend="triton")  # the batch becomes symbolic at its second value
+    w, b = rand(16, 24), rand(24)
+    for n in (2, 3, 5):
+        x = rand(n * 49, 16).reshape(n, 7, 7, 16)
+        assert_close(compiled(x, w, b), conv(x, w, b))
+    entry = compiled.cache[-1].compiled
+    assert compiled.cache[-1].capture.graph.is_dynamic
+    assert "template matmul [s0, 7, 7, 24] x [16] + epilogue" in entry.schedule
+    assert "extern" not in entry.schedule

@@ -205,9 +205,9 @@ def _strided(name: str, schedule: Schedule) -> Operand | None:
 def _row_stride(a: Operand) -> int | None:
     """The stride of one row when ``a``'s leading dimensions (all but the last)
     lie in memory as one axis of rows, else None (or for symbolic sizes)."""
-    lead = [(d, s) for d, s in zip(a.shape[:-1], a.strides[:-1]) if d != 1]
-    if is_symbolic(a.shape) or is_symbolic(a.strides):
-        return None
+    if is_symbolic(a.strides) or is_symbolic(a.shape[1:]):
+        return None  # (a symbolic outermost size, a dynamic batch, is never part of a stride)
+    lead = [(d, s) for d, s in zip(a.shape[:-1], a.strides[:-1]) if is_symbolic(d) or d != 1]
     if not lead:
         return 0
     for (_, outer), (d, inner) in zip(lead, lead[1:]):
