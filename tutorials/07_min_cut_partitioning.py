@@ -448,7 +448,7 @@ drawing.show(drawing.save(dot_text, str(out_dir / "mlp_block_min_cut.svg")))
 # | `default_partition` | `torch._functorch.partitioners.default_partition` |
 # | `min_cut_partition` | `min_cut_rematerialization_partition` (the default under torch.compile) |
 # | `v_in -> v_out`, capacity = bytes | the same node splitting, capacity = the tensor's size |
-# | `RECOMPUTABLE_KINDS` (pointwise, view) | the ops it may recompute; matmuls and similar are banned from recomputation |
+# | `RECOMPUTABLE_KINDS` (pointwise, view, creation) | the ops it may recompute; matmuls and similar are banned from recomputation |
 # | `FlowNetwork.min_cut` (Edmonds-Karp) | `networkx.minimum_cut` |
 # | `aot/loop_gradients.py`: history of the carries, reversed loop | the backward of `torch._higher_order_ops.scan`; JAX's `scan` transpose |
 #

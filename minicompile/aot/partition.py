@@ -10,9 +10,9 @@ Every value the backward reads from the forward half must either be *saved*
   ``v_in -> v_out`` whose capacity is its size in bytes; data dependencies
   are infinite edges; values the backward reads drain into the sink; inputs,
   forward outputs and ops that must not be recomputed (matmul, reductions,
-  anything that is not pointwise or a view) hang off the source.  A minimum
-  cut is then a cheapest set of values to save, and every forward value on
-  the sink side is recomputed by the backward.
+  anything that is not pointwise, a view or a creation such as ``zeros_like``)
+  hang off the source.  A minimum cut is then a cheapest set of values to
+  save, and every forward value on the sink side is recomputed by the backward.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ..ir.passes import dead_code_elimination
 from .joint import JointGraph
 from .maxflow import FlowNetwork
 
-RECOMPUTABLE_KINDS = frozenset({"pointwise", "view"})
+RECOMPUTABLE_KINDS = frozenset({"pointwise", "view", "creation"})
 
 
 def nbytes(node: Node) -> int:
