@@ -623,6 +623,35 @@ def lower_setitem(node: ir.Node) -> L.Pointwise:
     return L.Pointwise(node.name, node.shape, body)
 
 
+def lower_concatenate(node: ir.Node) -> L.Pointwise:
+    """``np.concatenate(arrays, axis)``: each element read from the piece whose span of the
+    axis holds it, as nested masked reads (``pad_select``): piece ``k`` at ``i - offset_k``
+    where that index is inside it, else the pieces before.  Every read is guarded, so no
+    piece is read outside itself; the pieces' producers inline into the kernel."""
+    arrays, axis = node.arg("arrays"), node.arg("axis")
+    if node.arg("dtype") is not None or axis is None or not arrays \
+            or not all(isinstance(a, ir.Node) for a in arrays) \
+            or not all(isinstance(n, int) for a in arrays for n in a.shape):
+        raise Unsupported("a concatenation of flattened arrays, constants, a dtype or symbolic sizes")
+    axis = axis % len(node.shape)
+    index = L.loop_index("x", node.shape)
+    pieces = [a for a in arrays if a.shape[axis]]
+    if len(pieces) == 1:  # the others are empty: a copy of the one piece (it starts at 0)
+        return L.Pointwise(node.name, node.shape, L.cast(L.Load(pieces[0].name, index, pieces[0].dtype),
+                                                         node.dtype))
+    body: L.Value = L.constant(np.zeros((), node.dtype)[()], node.dtype)  # never taken
+    offset = 0
+    for a in arrays:
+        src = tuple(i - offset if d == axis else i for d, i in enumerate(index))
+        offset += a.shape[axis]
+        if a.shape[axis] == 0:
+            continue
+        read = L.cast(L.Load(a.name, src, a.dtype), node.dtype)
+        bounds = tuple(L.Constant(n, _I64) for n in a.shape)
+        body = L.Op("pad_select", (L.Load(a.name, src, a.dtype), read, body) + bounds, node.dtype)
+    return L.Pointwise(node.name, node.shape, body)
+
+
 def lower_copy(node: ir.Node) -> L.Pointwise:
     """``np.copy(x)``: a new array of the same values (a kernel that fuses)."""
     x = node.arg("a")
@@ -635,6 +664,7 @@ WINDOW_LOWERINGS = {
     "roll": lower_roll,
     "setitem": lower_setitem,
     "copy": lower_copy,
+    "concatenate": lower_concatenate,
     "pad": lower_pad,
     "sliding_window_view": lower_sliding_window_view,
     "getitem": lower_getitem,

@@ -335,6 +335,17 @@ def no_gathers_or_complex(node: L.Pointwise | L.Reduction) -> str | None:
     return no_gathers(node) or complex_values(node)
 
 
+def concatenations(node: L.Pointwise | L.Reduction) -> str | None:
+    """What a backend that moves a concatenation's pieces itself says (Spyre): a node
+    that reads pieces by nested masked reads (``np.concatenate``'s lowering) stays the
+    Extern its planner maps."""
+    for v in L.walk(node.body):
+        if isinstance(v, L.Op) and v.name == "pad_select" and isinstance(v.args[2], L.Op) \
+                and v.args[2].name == "pad_select":
+            return "a concatenation: the planner moves its pieces itself"
+    return None
+
+
 def _lower_for(node: ir.Node, cannot_generate: CannotGenerate | None) -> L.Node:
     """``node`` in loop IR, an Extern when the backend cannot generate it as a kernel."""
     low = lower(node)

@@ -330,7 +330,7 @@ def compile_graph(graph: ir.Graph, example_inputs: list, *, config: SpyreConfig 
     graph = decompositions.before_lowering(graph)
     scheduled = _unfused(graph) if not fuse else graph
     sched = scheduler.schedule(scheduled, list(example_inputs), row_fusion=fuse,
-                               cannot_generate=scheduler.no_gathers_or_complex)
+                               cannot_generate=lambda n: scheduler.no_gathers_or_complex(n) or scheduler.concatenations(n))
     steps = plan(sched, cfg, fuse)
     externs = {s.name for s in sched.steps if isinstance(s, L.Extern)}
     for s in steps:  # an Extern the card computes (a matmul, with its epilogue): say so
