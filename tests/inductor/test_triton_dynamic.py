@@ -244,3 +244,23 @@ def test_a_dynamic_batch_of_1x1_convolutions_stays_a_matmul_template(compiles):
     assert compiled.cache[-1].capture.graph.is_dynamic
     assert "template matmul [s0, 7, 7, 24] x [16] + epilogue" in entry.schedule
     assert "extern" not in entry.schedule
+
+
+def test_the_im2col_of_a_dynamic_batch_is_copied_for_the_template(compiles):
+    """A 3x3 convolution as a matmul of windows (a reshape of a window view, at no fixed
+    strides): with the batch symbolic, a kernel lays the windows out for the template, as
+    for a static batch.  Before, that product was a BLAS call through the array module."""
+    def stem(x, w):
+        windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0))), (3, 3),
+                                                           axis=(1, 2))[:, ::2, ::2]
+        n, h, wd = windows.shape[:3]
+        return (windows.reshape(n * h * wd, -1) @ w).reshape(n, h, wd, -1)
+
+    compiled = mc.compile(stem, backend="triton")  # the batch becomes symbolic at its second value
+    w = rand(27, 8)
+    for n in (1, 2, 3):
+        x = rand(n * 8 * 8 * 3).reshape(n, 8, 8, 3)
+        assert_close(compiled(x, w), stem(x, w))
+    schedule = compiled.cache[-1].compiled.schedule
+    assert compiled.cache[-1].capture.graph.is_dynamic and "extern" not in schedule, schedule
+    assert "copied by a kernel (no fixed strides), an operand of template matmul" in schedule
