@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import graph_id, ir, logs
-from ..ir.graph import _map_nodes
+from ..ir.graph import copy_calls
 from ..ir.passes import dead_code_elimination
 from ..ir.ops.registry import as_array
 from .joint import build_joint_graph
@@ -121,9 +121,7 @@ def vjp_graph(joint: Any) -> ir.Graph:
     """The joint graph with only its gradients as outputs: (primals, tangents) -> gradients."""
     graph = ir.Graph()
     copy = {p: graph.placeholder(p.name, p.meta) for p in joint.graph.placeholders}
-    for node in joint.graph.calls:
-        args = dict(zip(node.op.param_names, _map_nodes(node.args, copy.__getitem__)))
-        copy[node] = graph.call(node.op.name, **args)
+    copy_calls(joint.graph, graph, copy)
     graph.output([copy[o] for o in joint.graph.outputs[joint.num_forward_outputs:]])
     return dead_code_elimination(graph)
 

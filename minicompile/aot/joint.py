@@ -39,13 +39,9 @@ class JointGraph:
         return self.graph.python_code("joint")
 
 
-def _metas(node: Node) -> tuple:
-    return node.meta if node.kind == "call" and node.op.name == "loop" else (node.meta,)
-
-
 def _differentiable(node: Node) -> bool:
     """Does ``node`` carry a gradient: a floating-point value (a loop, one of its results)."""
-    return node.meta is not None and any(m.dtype.kind == "f" for m in _metas(node))
+    return node.meta is not None and any(m.dtype.kind == "f" for m in node.metas)
 
 
 def build_joint_graph(forward: Graph, requires_grad: list[bool]) -> JointGraph:

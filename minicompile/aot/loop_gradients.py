@@ -34,27 +34,14 @@ from typing import Any, Callable
 
 from .. import logs
 from ..ir import Graph, Node
-from ..ir.graph import _map_nodes
+from ..ir.graph import _map_nodes, copy_calls
 from ..ir.ops.control import INDEX_META, loop_parts
 from ..ir.ops.registry import TensorMeta
 from ..ir.passes import dead_code_elimination
 
 
-def _row(meta: TensorMeta) -> TensorMeta:
-    return TensorMeta(tuple(meta.shape[1:]), meta.dtype)
-
-
 def _floating(meta: TensorMeta) -> bool:
     return meta.dtype.kind == "f"
-
-
-def copy_into(graph: Graph, source: Graph, env: dict[Node, Any]) -> None:
-    """Copy ``source``'s calls into ``graph`` (loop nodes kept as loops); ``env`` maps its
-    placeholders to nodes of ``graph`` and gains every call."""
-    for node in source.calls:
-        args = dict(zip(node.op.param_names, _map_nodes(node.args, env.__getitem__)))
-        env[node] = graph.call(node.op.name, **args)
-        env[node].user_stack = node.user_stack
 
 
 class LoopGradient:
@@ -97,7 +84,7 @@ class LoopGradient:
         tangents = ([g_carried[j] for j, t in enumerate(joint.output_has_tangent[:nc]) if t]
                     + stacked_rows)
         env: dict[Node, Any] = dict(zip(joint.graph.placeholders, primals + tangents))
-        copy_into(B, joint.graph, env)
+        copy_calls(joint.graph, B, env)
         grads = [env[o] for o in joint.graph.outputs[joint.num_forward_outputs:]]
         grad_of = {i: grads[g] for i, g in enumerate(joint.grad_index) if g is not None}
         outputs = ([grad_of[j] for j in self.carried_grads]
@@ -111,14 +98,13 @@ class LoopGradient:
         self.invariant_read = [m for m, p in enumerate(invariant) if p in used]
         self.history_read = [j for j, p in enumerate(history) if p in used]
         self.sliced_read = [s for s, p in enumerate(sliced) if p in used]
-        unread = ({p for p in invariant if p not in used} | {p for p in history if p not in used}
-                  | {p for p in sliced if p not in used})
+        unread = {p for p in (*invariant, *history, *sliced) if p not in used}
         B.nodes = [n for n in B.nodes if n not in unread]
         self.backward_body = B
         # The forward body, keeping the histories as stacked outputs after its own.
         F = Graph()
         fenv: dict[Node, Any] = {p: F.placeholder(p.name, p.meta) for p in body.placeholders}
-        copy_into(F, body, fenv)
+        copy_calls(body, F, fenv)
         F.output([fenv[o] for o in body.outputs] + [fenv[body.placeholders[j]] for j in self.history_read])
         self.forward_body = F
 
@@ -146,8 +132,7 @@ class LoopGradient:
                 else E.call("zeros", tuple(self.node.meta[nc + j].shape), self.node.meta[nc + j].dtype)
                 for j in self.stacked_tangents]
         invariant = [copy[loop.invariant[m]] for m in self.invariant_read]
-        sliced = ([self.histories[h] for h in range(len(self.history_read))]
-                  + [copy[loop.sliced[s]] for s in self.sliced_read] + rows)
+        sliced = self.histories + [copy[loop.sliced[s]] for s in self.sliced_read] + rows
         node = graph.call("loop", self.backward_body, loop.start, loop.step, loop.n, tuple(carried),
                           tuple(invariant), tuple(sliced), not loop.reverse)
         node.user_stack = self.node.user_stack
@@ -155,19 +140,12 @@ class LoopGradient:
             f"{self.node.name}: the backward is {node.name}, the loop run in reverse over the saved carries "
             f"({', '.join(h.name for h in self.histories) or 'none'}); each iteration recomputes its body "
             "from its carry"))
-        results = [graph.call("loop_result", node, r) for r in range(len(node.meta))]
+        # The backward's results, in order: the gradients of the carried, invariant and sliced
+        # inputs it computes.  One input in two places (carried and invariant) gets both.
+        inputs = ([loop.carried[j] for j in self.carried_grads] + [loop.invariant[m] for m in self.invariant_grads]
+                  + [loop.sliced[s] for s in self.sliced_grads])
         grads: dict[Node, Node] = {}
-        for r, j in enumerate(self.carried_grads):
-            grads.setdefault(loop.carried[j], []).append(results[r])
-        for r, m in enumerate(self.invariant_grads, len(self.carried_grads)):
-            grads.setdefault(loop.invariant[m], []).append(results[r])
-        for r, s in enumerate(self.sliced_grads, len(self.carried_grads) + len(self.invariant_grads)):
-            grads.setdefault(loop.sliced[s], []).append(results[r])
-        # One input in two places (carried and invariant) gets both gradients.
-        out = {}
-        for value, gs in grads.items():
-            total = gs[0]
-            for g in gs[1:]:
-                total = E.call("add", total, g)
-            out[value] = total
-        return out
+        for r, value in enumerate(inputs):
+            g = graph.call("loop_result", node, r)
+            grads[value] = E.call("add", grads[value], g) if value in grads else g
+        return grads

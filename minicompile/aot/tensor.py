@@ -115,12 +115,7 @@ class Tensor:
                 node.tensors = {k: before if t is self else t for k, t in node.tensors.items()}
                 before._readers.append(ref)
         self.data, self._node, self.requires_grad = after.data, after._node, after.requires_grad
-        self._readers = []
-        for ref in after._readers:  # (none yet: after is new) they read it as this tensor
-            node = ref()
-            if node is not None:
-                node.tensors = {k: self if t is after else t for k, t in node.tensors.items()}
-                self._readers.append(ref)
+        self._readers = []  # (``after`` is new: nothing reads it yet)
 
     def _retake_views(self) -> None:
         """After an in-place write: each live view of this tensor is taken again from its new

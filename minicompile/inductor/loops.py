@@ -124,9 +124,8 @@ def symbolic_count_only(graph: ir.Graph, users: dict) -> None:
         if is_symbolic(p.meta.shape) and (users[p] or p in graph.outputs):
             raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
     for node in graph.calls:
-        metas = node.meta if isinstance(node.meta, tuple) else (node.meta,)
         bodies = [loop_parts(node).body] if node.op.name == "loop" else []
-        if any(is_symbolic(m) for m in metas) or any(b.is_dynamic for b in bodies):
+        if any(is_symbolic(m.shape) for m in node.metas) or any(b.is_dynamic for b in bodies):
             raise SymbolicUnsupported("a loop node in a graph with symbolic array sizes")
 
 

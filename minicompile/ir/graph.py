@@ -24,6 +24,7 @@ import numpy as np
 from . import dtypes as dt
 from . import symbolic
 from .ops import OpDef, TensorMeta, get_op
+from .ops.control import loop_parts
 
 
 class SourceLine(NamedTuple):
@@ -65,6 +66,11 @@ class Node:
     @property
     def dtype(self) -> np.dtype:
         return self.meta.dtype
+
+    @property
+    def metas(self) -> tuple[TensorMeta, ...]:
+        """The meta of each value the node makes: one, or a loop's one per result."""
+        return self.meta if self.kind == "call" and self.op.name == "loop" else (self.meta,)
 
     def __repr__(self) -> str:
         return f"%{self.name}"
@@ -218,6 +224,15 @@ class Graph:
         return f"<Graph {len(self.placeholders)} inputs, {self.op_count()} ops>"
 
 
+def copy_calls(source: Graph, graph: Graph, env: dict[Node, Any]) -> None:
+    """Copy every call of ``source`` into ``graph``, in order (a loop node as a loop node);
+    ``env`` maps ``source``'s placeholders to values of ``graph`` and gains each call's copy."""
+    for node in source.calls:
+        args = dict(zip(node.op.param_names, _map_nodes(node.args, env.__getitem__)))
+        env[node] = graph.call(node.op.name, **args)
+        env[node].user_stack = node.user_stack
+
+
 def _restore_nodes(value: Any, pending: dict[int, list[Node]]) -> Any:
     if isinstance(value, TensorMeta):
         nodes = pending.get(id(value))
@@ -250,11 +265,12 @@ def format_value(value: Any) -> str:
 def format_call(node: Node, prefix: str = "") -> str:
     """``np.sum(x, axis=(1,))``: positional for arrays, keywords when not default."""
     if node.op.name == "loop":  # loop(body, range(...), carried=..., invariant=..., sliced=...)
-        body, start, step, n, carried, invariant, sliced, reverse = node.args
-        indices = f"range({start}, {start + n * step}, {step})"
-        extra = f", sliced={format_value(tuple(sliced))}" if sliced else ""
-        return (f"loop({prefix}{node.name}_body, {f'reversed({indices})' if reverse else indices}, "
-                f"carried={format_value(tuple(carried))}, invariant={format_value(tuple(invariant))}{extra})")
+        loop = loop_parts(node)
+        indices = f"range({loop.start}, {loop.start + loop.n * loop.step}, {loop.step})"
+        extra = f", sliced={format_value(tuple(loop.sliced))}" if loop.sliced else ""
+        return (f"loop({prefix}{node.name}_body, {f'reversed({indices})' if loop.reverse else indices}, "
+                f"carried={format_value(tuple(loop.carried))}, invariant={format_value(tuple(loop.invariant))}"
+                f"{extra})")
     if node.op.name == "loop_result":
         return f"{format_value(node.args[0])}[{node.args[1]}]"
     params = node.op.signature.parameters

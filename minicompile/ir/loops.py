@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph, Node
-from .ops.control import iteration_order
+from .ops.control import iteration_order, loop_parts
 from .symbolic import SymbolicUnsupported, is_symbolic
 
 
@@ -39,22 +39,23 @@ def inline(new: Graph, graph: Graph, inputs: list[Node]) -> list[Node]:
     env: dict[Node, Any] = dict(zip(graph.placeholders, inputs))
     for node in graph.calls:
         if node.op.name == "loop":
-            body, start, step, n, carried, invariant, sliced, reverse = node.args
+            loop = loop_parts(node)
+            n, nc = loop.n, len(loop.carried)
             if is_symbolic(n):  # pinning it now would escape the guards already made
                 raise SymbolicUnsupported(f"{node.name} runs a symbolic number of times ({n}): "
                                           "it cannot be written out")
-            values = [env[c] for c in carried]
-            fixed = [env[c] for c in invariant]
-            rows: dict[int, list[Node]] = {}
-            for k in iteration_order(n, reverse):
-                index = new.call("full", (), np.int64(start + k * step), dtype=np.int64)
-                row = [new.call("getitem", env[s], k) for s in sliced]
-                results = inline(new, body, values + fixed + row + [index])
-                values, rows[k] = results[:len(carried)], results[len(carried):]
-            stacked = [new.call("stack", tuple(rows[k][j] for k in range(n)))
-                       for j in range(len(body.outputs) - len(carried))] if n else \
-                [new.call("zeros", node.meta[len(carried) + j].shape, node.meta[len(carried) + j].dtype)
-                 for j in range(len(body.outputs) - len(carried))]
+            values = [env[c] for c in loop.carried]
+            fixed = [env[c] for c in loop.invariant]
+            rows: dict[int, list[Node]] = {}  # iteration k -> its stacked outputs
+            for k in iteration_order(n, loop.reverse):
+                index = new.call("full", (), np.int64(loop.start + k * loop.step), dtype=np.int64)
+                row = [new.call("getitem", env[s], k) for s in loop.sliced]
+                results = inline(new, loop.body, values + fixed + row + [index])
+                values, rows[k] = results[:nc], results[nc:]
+            stacked = []
+            for j, meta in enumerate(node.meta[nc:]):  # no iteration: an empty array of n = 0 rows
+                stacked.append(new.call("stack", tuple(rows[k][j] for k in range(n))) if n
+                               else new.call("zeros", meta.shape, meta.dtype))
             env[node] = tuple(values) + tuple(stacked)
         elif node.op.name == "loop_result":
             value = env[node.args[0]][node.args[1]]

@@ -50,6 +50,17 @@ def directional(loss: Callable, args: list, direction: list, eps: float) -> floa
     return float((plus - minus) / (2 * eps))
 
 
+def central_differences(loss: Callable, args: list, which: int, eps: float = 1e-6) -> np.ndarray:
+    """The whole gradient of the scalar ``loss`` with respect to ``args[which]``, element by
+    element: :func:`directional` along each basis direction of that argument."""
+    grad = np.zeros(np.shape(args[which]))
+    for j in range(grad.size):
+        direction = [np.zeros(np.shape(a)) for a in args]
+        direction[which].flat[j] = 1.0
+        grad.flat[j] = directional(loss, args, direction, eps)
+    return grad
+
+
 def dot(grads: Any, direction: list) -> float:
     return float(sum(np.nansum(np.where(np.isnan(d), 0.0, np.asarray(g) * d)) for g, d in zip(grads, direction)))
 

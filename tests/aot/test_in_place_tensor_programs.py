@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import minicompile as mc
+from minicompile.testing.gradients import central_differences
 
 try:
     import triton  # noqa: F401
@@ -65,15 +66,6 @@ def build(source: str):
     return namespace["f"]
 
 
-def central_differences(f, u, w, which: int, eps: float = 1e-6) -> np.ndarray:
-    out = []
-    for e in np.eye(6) * eps:
-        hi = (u + e, w) if which == 0 else (u, w + e)
-        lo = (u - e, w) if which == 0 else (u, w - e)
-        out.append((f(*hi) - f(*lo)) / (2 * eps))
-    return np.array(out)
-
-
 @SETTINGS
 @given(st.lists(st.sampled_from(STATEMENTS), min_size=1, max_size=5))
 def test_in_place_writes_to_tensors_match_numpy_and_central_differences(statements):
@@ -83,7 +75,7 @@ def test_in_place_writes_to_tensors_match_numpy_and_central_differences(statemen
     rng = np.random.default_rng(1)
     u, w = rng.uniform(-1, 1, 6), rng.uniform(0.5, 1.0, 6)
     want = fn(u.copy(), w.copy())
-    numeric = [central_differences(fn, u, w, k) for k in range(2)]
+    numeric = [central_differences(fn, [u, w], k) for k in range(2)]
     for backend in (None,) + BACKENDS:  # None: the tape alone
         mc.reset()
         U, W = mc.Tensor(u.copy(), requires_grad=True), mc.Tensor(w.copy(), requires_grad=True)

@@ -31,6 +31,7 @@ from minicompile.aot.partition import min_cut_partition
 from minicompile.api import lookup_backend
 from minicompile.ir.loops import unroll_loops
 from minicompile.ir.ops.control import INDEX_META
+from minicompile.testing.gradients import central_differences
 
 try:
     import triton  # noqa: F401
@@ -133,17 +134,6 @@ def build(source: str):
     return namespace["f"]
 
 
-def numeric_gradient(f, args: list, which: int, eps: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(args[which])
-    for j in range(grad.size):
-        e = np.zeros_like(grad)
-        e.flat[j] = eps
-        hi = [a + e if k == which else a for k, a in enumerate(args)]
-        lo = [a - e if k == which else a for k, a in enumerate(args)]
-        grad.flat[j] = (f(*hi) - f(*lo)) / (2 * eps)
-    return grad
-
-
 def captured_graph(fn, *args) -> ir.Graph:
     graphs = []
 
@@ -176,7 +166,7 @@ def test_gradients_of_random_loop_bodies_match_central_differences(statements):
                 loops = [node for node in joint.graph.calls if node.op.name == "loop"]
                 assert any(node.args[-1] for node in loops), str(joint)
             with np.errstate(all="ignore"):
-                numeric = [numeric_gradient(lambda *a: fn(*a, n), [u, v, w], k) for k in range(3)]
+                numeric = [central_differences(lambda *a: fn(*a, n), [u, v, w], k) for k in range(3)]
             assume(all(np.isfinite(g).all() and np.abs(g).max() < 1e6 for g in numeric))
             for backend in BACKENDS:
                 mc.reset()
@@ -235,7 +225,7 @@ def test_second_derivatives_through_a_loop(backend):
     u, w = rng.random(4), rng.random(4)
     compiled = mc.compile(f, backend=backend)
     got = mc.grad(lambda u, w: mc.grad(compiled)(u, w).sum())(u, w)
-    want = numeric_gradient(lambda u, w: mc.grad(f)(u, w).sum(), [u, w], 0, eps=1e-5)
+    want = central_differences(lambda u, w: mc.grad(f)(u, w).sum(), [u, w], 0, eps=1e-5)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
@@ -257,5 +247,6 @@ def test_gradients_through_nested_loops(backend):
         mc.compile(f, backend=backend)(U, W, 6, 11).backward()
     finally:
         config.loop_unroll_limit = old
-    np.testing.assert_allclose(U.grad, numeric_gradient(lambda u, w: f(u, w, 6, 11), [u, w], 0), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(W.grad, numeric_gradient(lambda u, w: f(u, w, 6, 11), [u, w], 1), rtol=1e-5, atol=1e-7)
+    for got, which in ((U.grad, 0), (W.grad, 1)):
+        want = central_differences(lambda u, w: f(u, w, 6, 11), [u, w], which)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

@@ -118,11 +118,6 @@ class LoopParts(NamedTuple):
     sliced: tuple
     reverse: bool
 
-    @property
-    def stacked_count(self) -> int:
-        """How many stacked outputs the body has, after its carried ones."""
-        return len(self.body.outputs) - len(self.carried)
-
 
 def loop_parts(node: Any) -> LoopParts:
     """The arguments of a loop node, by name."""

@@ -74,8 +74,7 @@ class Layout:
         self.buffers = sched.buffers
 
     def nbytes(self, name: str) -> int:
-        buf = self.buffers[name]
-        return int(np.prod(buf.shape, dtype=np.int64)) * np.dtype(buf.dtype).itemsize
+        return self.buffers[name].numel * np.dtype(self.buffers[name].dtype).itemsize
 
 
 def generate(sched: Schedule, kernel_args: dict[str, list[str]], carried: int) -> tuple[str, Layout]:
@@ -132,10 +131,11 @@ def runner(lib: Any, layout: Layout):
             arrays["B:" + out] = np.empty(buf.shape, buf.dtype)
         stacked = [np.empty((n, *buffers[name].shape), buffers[name].dtype) for name in layout.stacked]
         arrays.update((f"H:{h}", a) for h, a in enumerate(stacked))
-        inputs = [np.asarray(v, order="C") for v in (*carried, *invariant, *sliced)] + [np.zeros((), np.int64)]
+        sliced = [np.asarray(v, order="C") for v in sliced]
+        inputs = [np.asarray(v, order="C") for v in (*carried, *invariant)] + sliced + [np.zeros((), np.int64)]
         arrays.update(zip(layout.placeholders, inputs))
-        rows = np.array([0] * len(invariant) + [a.strides[0] if a.ndim else 0 for a in inputs[-1 - len(sliced):-1]]
-                        + [0], np.int64)
+        # Bytes a read input's pointer moves on per iteration: a row of a sliced one.
+        rows = np.array([0] * len(invariant) + [a.strides[0] for a in sliced] + [0], np.int64)
         for t in layout.temps:
             arrays[t] = np.empty(buffers[t].shape, buffers[t].dtype)
         pointers = (ctypes.c_void_p * count)()

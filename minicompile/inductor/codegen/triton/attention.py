@@ -67,20 +67,14 @@ DOT_PRECISION = 'input_precision="tf32x3"'
 
 # -- the pattern, on the graph -------------------------------------------------------------
 
-def _args(node: ir.Node) -> dict[str, Any]:
-    return dict(zip(node.op.param_names, node.args))
-
-
 def _last_axis_keepdims(node: ir.Node, op: str, a: ir.Node) -> bool:
     """``node`` is ``op(a, axis=-1, keepdims=True)`` with every other argument its default."""
-    if node.op.name != op:
+    if node.op.name != op or node.args[0] is not a or node.arg("axis") != (len(a.shape) - 1,) \
+            or node.arg("keepdims") is not True:
         return False
-    args, params = _args(node), node.op.signature.parameters
-    if args.get(next(iter(params))) is not a or args.get("axis") != (len(a.shape) - 1,) \
-            or args.get("keepdims") is not True:
-        return False
-    return all(v is params[k].default or (not isinstance(v, ir.Node) and v == params[k].default)
-               for k, v in args.items() if k not in (next(iter(params)), "axis", "keepdims"))
+    params = list(node.op.signature.parameters.values())
+    return all(v is p.default or (not isinstance(v, ir.Node) and v == p.default)
+               for p, v in zip(params[1:], node.args[1:]) if p.name not in ("axis", "keepdims"))
 
 
 def _number(value: Any) -> bool:
@@ -88,10 +82,9 @@ def _number(value: Any) -> bool:
 
 
 class _Match:
-    """One attention pattern ending at the matmul ``out``: its operands and the nodes it replaces."""
+    """One attention pattern ending at a matmul: its operands and the nodes it replaces."""
 
-    def __init__(self, out: ir.Node):
-        self.out = out
+    def __init__(self) -> None:
         self.q = self.kt = self.v = self.mask = None
         self.scale, self.divide, self.fill = None, False, None
         self.inner: list[ir.Node] = []  # the nodes the attention node replaces (``out`` is the node itself)
@@ -113,7 +106,7 @@ def _match(out: ir.Node, users: dict, outputs: set) -> tuple[_Match | None, str 
     s, top = d.args
     if not (isinstance(s, ir.Node) and isinstance(top, ir.Node) and _last_axis_keepdims(top, "max", s)):
         return None, None
-    m = _Match(out)
+    m = _Match()
     soft = s  # what the softmax reads: the scores, scaled and masked
     below: list[ir.Node] = [s]  # soft, then each node under it down to the matmul
     if s.op.name == "where" and isinstance(s.args[0], ir.Node) and s.args[0].dtype == np.bool_ \
@@ -131,8 +124,6 @@ def _match(out: ir.Node, users: dict, outputs: set) -> tuple[_Match | None, str 
         below.append(s)
     if s.op.name != "matmul":
         return None, "the softmax's scores are not a matmul (scaled or masked)"
-    if below[-1] is not s:
-        below.append(s)
     m.q, m.kt = s.args
     m.v = v
     m.inner = [p, total, e, d, top] + below

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .... import ir
-from ....ir.symbolic import is_symbolic
+from ....ir.symbolic import SymbolicUnsupported, is_symbolic
 from ... import loop_ir as L
-from ...lowering import data_loads, lower
+from ...lowering import Unsupported, data_loads, lower
 from . import kernel as tg
 from .ops import triton_type
 from .scatter import ScatterTemplate
@@ -157,7 +157,7 @@ def _view_load(name: str, schedule: Schedule) -> tuple[ir.Node, L.Load] | None:
         return None
     try:
         low = lower(node)
-    except Exception:  # (a view of symbolic sizes loop IR cannot index: the matmul stays NumPy's)
+    except (Unsupported, SymbolicUnsupported):  # (a view loop IR cannot index: the matmul stays NumPy's)
         return None
     if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
         return None

@@ -24,6 +24,9 @@ from .scatter import ScatterTemplate
 from .rows import RowGroup
 
 
+# Steps that are one kernel with a ``stores`` list of their own (besides scheduler.Kernel).
+TEMPLATES = (MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)
+
 class WrapperWriter:
     def __init__(self, s: scheduler.Schedule, module: tg.TritonModule, on_gpu: bool):
         self.s, self.module, self.on_gpu = s, module, on_gpu
@@ -67,7 +70,7 @@ class WrapperWriter:
                 self.emit(f"{local} = _xp.asarray({param}, dtype={dtype}, order=\"C\")")
                 self.var[layout.name] = local
         for step in self.s.steps:
-            if isinstance(step, (scheduler.Kernel, MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)):
+            if isinstance(step, (scheduler.Kernel, *TEMPLATES)):
                 self._kernel(step)
             else:
                 self._extern(step)
@@ -91,7 +94,7 @@ class WrapperWriter:
         # What the kernel writes to memory (a value it keeps in registers has no buffer;
         # a scatter writes into the buffer the copy before it made).
         stores = kernel.writes if kernel is not None else \
-            step.stores if isinstance(step, (MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)) \
+            step.stores if isinstance(step, TEMPLATES) \
             else [st.buffer for st in step.stores]
         for name in stores:
             buf = self.s.buffers[name]
