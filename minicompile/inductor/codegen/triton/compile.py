@@ -40,7 +40,8 @@ from . import kernel as tg, runtime, versions, workers
 from .ops import PRELUDE, unsupported_node
 from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
-from .attention import AttentionTemplate, attention_kernel, attention_templates, fuse_attention
+from ...fuse_attention import fuse_attention
+from .attention import AttentionTemplate, attention_kernel, attention_templates
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel, step_reads
 from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
