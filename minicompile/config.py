@@ -97,6 +97,19 @@ attention_template: bool = _flag(
     "runs as one flash-attention kernel; 0 keeps the ops as they are (two matmuls and the softmax's "
     "kernels).")
 
+def _precision(raw: str) -> str:
+    if raw not in ("ieee", "tf32x3"):
+        raise ValueError(f"MINICOMPILE_MATMUL_PRECISION={raw!r}: use ieee or tf32x3")
+    return raw
+
+
+matmul_precision: str = _setting(
+    "matmul_precision", "MINICOMPILE_MATMUL_PRECISION", "ieee",
+    "Triton backend: how the matmul template multiplies float32 tiles. ieee: exact float32 products "
+    "(CUDA cores, as NumPy and torch's default); tf32x3: each operand split into two TF32 parts and "
+    "three tensor-core products summed, float32's accuracy to within a few units in the last place.",
+    parse=_precision)
+
 strict: bool = _flag(
     "strict", "MINICOMPILE_STRICT", False,
     "1: minicompile's own internal errors raise, instead of running the function eagerly with "

@@ -13,7 +13,8 @@ Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D or
 The template is the classic tiled ``tl.dot`` loop: one ``[BLOCK_M, BLOCK_N]``
 tile of the output per program, ``GROUP_M`` rows of tiles launched together so
 that they share columns of ``B`` in L2, float32 accumulation, and
-``input_precision="ieee"`` for float32 inputs (TF32 would not match NumPy).
+``input_precision="ieee"`` for float32 inputs by default (TF32 alone would not match
+NumPy; ``config.matmul_precision="tf32x3"`` sums three TF32 products instead).
 A batched matmul (``[B, M, K] @ [B, K, N]``, either side possibly 2-D or of
 batch 1 and broadcast as ``np.matmul`` does) is the same loop with the batch
 in the program id: programs ``b * tiles .. (b + 1) * tiles - 1`` compute
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .... import ir
+from .... import config, ir
 from ....ir.symbolic import SymbolicUnsupported, is_symbolic
 from ... import loop_ir as L
 from ...lowering import Unsupported, data_loads, lower
@@ -50,7 +51,6 @@ from . import kernel as tg
 from .ops import triton_type
 from .scatter import ScatterTemplate
 from ...scheduler import Buffer, Kernel, Schedule, Store
-from .versions import DOT_IEEE
 
 MATMUL_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 
@@ -330,7 +330,7 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     else:
         w.line(f"a = tl.load({a_ptr}, mask=(k + rk)[None, :] < K, other=0.0)")
         w.line(f"b = tl.load({b_ptr}, mask=(k + rk)[:, None] < K, other=0.0)")
-    precision = f", {DOT_IEEE}" if t.dtype == np.dtype(np.float32) else ""
+    precision = f", input_precision=\"{config.matmul_precision}\"" if t.dtype == np.dtype(np.float32) else ""
     w.line(f"acc = tl.dot(a, b, acc{precision})")
     w.depth -= 1
     # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, .., row, column)

@@ -2,9 +2,7 @@
 
 In:  the installed ``triton.__version__`` (read lazily: importing this module
      does not import Triton).
-Out: :func:`feature` answers one question about the installed version;
-     :data:`DOT_IEEE` is the ``tl.dot`` keyword that asks for exact float32
-     products.
+Out: :func:`feature` answers one question about the installed version.
 
 Known differences, newest first (versions as ``(major, minor)``):
 
@@ -59,9 +57,6 @@ FEATURES: dict[str, tuple[int, int]] = {
     "interpreter_numpy_2_4": (3, 7),
     "input_precision": (3, 0),
 }
-
-# Triton >= 3.0 everywhere we run; the table entry documents the older spelling.
-DOT_IEEE = 'input_precision="ieee"'
 
 
 @lru_cache(maxsize=None)
