@@ -42,7 +42,8 @@ def graphs(fake_cupy, monkeypatch):
     monkeypatch.setattr(cudagraphs, "_copy_in", lambda dst, src: np.copyto(peek(dst), peek(src)))
     monkeypatch.setattr(cudagraphs, "_same_memory", lambda a, b: np.shares_memory(peek(a), peek(b)))
     monkeypatch.setattr(cudagraphs, "_after", lambda previous: None)  # one host thread: in order
-    monkeypatch.setattr(cudagraphs, "_mark", lambda: None)
+    monkeypatch.setattr(cudagraphs, "_mark", lambda event: None)
+    monkeypatch.setattr(cudagraphs, "_copy_out", lambda buffer: cp.asarray(peek(buffer).copy()))
     return cp, peek, captured
 
 
@@ -79,6 +80,26 @@ def test_weights_read_in_place_activations_copied_in(graphs):
     assert len(recording.copied) == 1 and any(buffer is w for buffer in recording.inputs)
     peek(w)[:] = 5.0  # a weight updated in place between calls is read live
     np.testing.assert_array_equal(peek(fn(w, cp.asarray(np.full(4, 2.0)))), np.full(4, 10.0))
+
+
+def test_the_last_replays_arguments_again_skip_the_lookup(graphs, monkeypatch):
+    """The same weights with a new activation of the same signature replay without the
+    signature lookup; a new size (a dynamic graph lets it through its guards) does not."""
+    cp, peek, captured = graphs
+    fn = mc.compile(lambda w, x: x @ w, backend="eager", mode="reduce-overhead", dynamic=True)
+    w = cp.asarray(np.arange(6.0).reshape(3, 2))
+    fn(w, cp.asarray(np.ones((4, 3)))), fn(w, cp.asarray(np.ones((4, 3))))  # a warm-up, a recording
+    runner = _runner(fn)
+    lookups = []
+    slow = runner._call
+    monkeypatch.setattr(runner, "_call", lambda inputs: lookups.append(inputs) or slow(inputs))
+    for k in range(3):
+        x = cp.asarray(np.full((4, 3), float(k)))
+        np.testing.assert_array_equal(peek(fn(w, x)), peek(x) @ peek(w))
+    assert not lookups and runner.replays == 4
+    x = cp.asarray(np.full((5, 3), 2.0))  # a new size: looked up, warmed up, computed right
+    np.testing.assert_array_equal(peek(fn(w, x)), peek(x) @ peek(w))
+    assert len(lookups) == 1
 
 
 def test_a_weight_replaced_by_another_array_records_anew(graphs):
@@ -184,17 +205,19 @@ def test_training_steps_replay_forward_and_backward(graphs):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(["same", "new", "mutated", "resized"]),
                           st.sampled_from(["same", "new", "mutated"]), st.booleans()),
-                min_size=1, max_size=8))
-def test_any_sequence_of_calls_matches_eager(graphs, calls):
+                min_size=1, max_size=8), st.booleans())
+def test_any_sequence_of_calls_matches_eager(graphs, calls, dynamic):
     """Calls that keep or replace or mutate each argument between calls, change a
     size, keep results or not: every result equals NumPy's at its call, and every
-    kept result still does after the last call (a replay never overwrites one)."""
+    kept result still does after the last call (a replay never overwrites one).
+    Dynamic or not: a dynamic graph's guards let a new size through to the same
+    runner, whose fast path (the last replay's arguments again) must notice it."""
     cp, peek, captured = graphs
 
     def f(w, x):
         return np.tanh(x @ w) + w.sum(), x * 2
 
-    fn = mc.compile(f, backend="eager", mode="reduce-overhead", dynamic=False)
+    fn = mc.compile(f, backend="eager", mode="reduce-overhead", dynamic=dynamic)
     rng = np.random.default_rng(len(calls))
     w, x = cp.asarray(rng.standard_normal((3, 2))), cp.asarray(rng.standard_normal((4, 3)))
     kept = []
