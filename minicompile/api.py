@@ -45,6 +45,12 @@ def _triton(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     return compile_graph(graph, example_inputs, sizes_as_args=graph.is_dynamic)
 
 
+def _triton_pre_grad(graph: ir.Graph, example_inputs: list) -> ir.Graph:
+    from .inductor.fuse_attention import fuse_attention  # attention's backward is a kernel too
+
+    return fuse_attention(graph)
+
+
 def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
     from .inductor.codegen.spyre.compile import compile_graph  # imported lazily: the simulator is large
 
@@ -52,9 +58,16 @@ def _spyre(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
 
 
 def _auto(graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
+    return BACKENDS["triton" if _on_gpu(example_inputs) else "cpp"](graph, example_inputs)
+
+
+def _on_gpu(example_inputs: list) -> bool:
     # CuPy arrays (GPU) go to triton; the type's module says so without importing cupy.
-    on_gpu = any(type(x).__module__.startswith("cupy") for x in example_inputs)
-    return BACKENDS["triton" if on_gpu else "cpp"](graph, example_inputs)
+    return any(type(x).__module__.startswith("cupy") for x in example_inputs)
+
+
+def _auto_pre_grad(graph: ir.Graph, example_inputs: list) -> ir.Graph:
+    return _triton_pre_grad(graph, example_inputs) if _on_gpu(example_inputs) else graph
 
 
 # Each backend says here how it takes a graph with symbolic sizes (see per_shape.Backend):
@@ -66,10 +79,11 @@ BACKENDS: dict[str, Callable[[ir.Graph, list], Callable[..., tuple]]] = {
     # aot_eager runs that pair through NumPy.
     "aot_eager": Backend(_eager, "aot_eager", symbolic_sizes=True),
     "cpp": Backend(_cpp, "cpp", symbolic_sizes=True),  # kernels take int64_t s0
-    "triton": Backend(_triton, "triton", symbolic_sizes=True),  # kernels take s0 as an int argument
+    "triton": Backend(_triton, "triton", symbolic_sizes=True,  # kernels take s0 as an int argument
+                      pre_grad=_triton_pre_grad),
     # The card's programs are planned for sizes; its DRAM holds floats as fp16.
     "spyre": Backend(_spyre, "spyre", symbolic_sizes=False, precision=np.float16),
-    "auto": Backend(_auto, "auto", symbolic_sizes=None),  # as cpp or triton, whichever it picks
+    "auto": Backend(_auto, "auto", symbolic_sizes=None, pre_grad=_auto_pre_grad),  # as cpp or triton, whichever it picks
 }
 PLANNED: tuple[str, ...] = ()
 MODES = ("default", "reduce-overhead")  # torch.compile's modes that minicompile has

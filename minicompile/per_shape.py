@@ -108,13 +108,20 @@ class Backend:
     as that dtype allows, no more: ``minicompile.testing`` compares them with
     that dtype's tolerance at least, and a value beyond its range matches the
     infinity it becomes there.
+
+    ``pre_grad``: ``(graph, example_inputs) -> graph``, run on a training graph
+    before its joint graph is built (Inductor's pre-grad passes), or ``None``:
+    it makes ops the backend has a fused kernel for, and a derivative rule
+    whose ops it also fuses (the Triton backend's attention).
     """
 
-    def __init__(self, compile_fn: Compile, name: str, symbolic_sizes: bool | None, precision: Any = None):
+    def __init__(self, compile_fn: Compile, name: str, symbolic_sizes: bool | None, precision: Any = None,
+                 pre_grad: Callable[[ir.Graph, list], ir.Graph] | None = None):
         self.compile_fn = compile_fn
         self.name = name
         self.symbolic_sizes = symbolic_sizes
         self.precision = None if precision is None else np.dtype(precision)
+        self.pre_grad = pre_grad
         self.__name__ = getattr(compile_fn, "__name__", name)  # what a failure names
 
     def __call__(self, graph: ir.Graph, example_inputs: list) -> Callable[..., tuple]:
@@ -136,5 +143,6 @@ def custom_backend(backend: Compile | Backend, name: str) -> Backend:
     ``precision`` attribute (``np.float16``) states its float precision."""
     if isinstance(backend, Backend):
         return backend
-    return Backend(backend, name, getattr(backend, "symbolic_sizes", True), getattr(backend, "precision", None))
+    return Backend(backend, name, getattr(backend, "symbolic_sizes", True), getattr(backend, "precision", None),
+                   getattr(backend, "pre_grad", None))
 

@@ -43,14 +43,19 @@ class AotFunction:
         self.graph = graph
         arrays = [_data(x) for x in example_inputs]
         if any(self.requires_grad):
-            self.joint = build_joint_graph(graph, self.requires_grad)
+            # The backend's pre-grad pass (the Triton backend's attention): ops whose own
+            # rules give a backward it runs as kernels too.
+            pre_grad = getattr(backend, "pre_grad", None)
+            self.fused = pre_grad(graph, arrays) if pre_grad is not None else graph
+            self.joint = build_joint_graph(self.fused, self.requires_grad)
             logs.log("aot", lambda: str(self.joint))
             self.partition: Partition | None = PARTITIONERS[partitioner](self.joint)
             self.forward = backend(self.partition.forward, arrays)
         else:  # tensors that need no gradient: only the forward exists
-            self.joint, self.partition = None, None
+            self.fused, self.joint, self.partition = graph, None, None
             self.forward = backend(graph, arrays)
         self._backward: Any = None
+        self._unfused_joint: Any = None
         self._vjp: dict[tuple, AotFunction] = {}  # the backward as a training graph, by which inputs need grads
 
     def __call__(self, *inputs: Any) -> tuple:
@@ -105,10 +110,20 @@ class AotFunction:
             pattern = tuple(isinstance(x, Tensor) and x.requires_grad for x in example)
             if pattern not in self._vjp:
                 with graph_id.compiling(self._derived_id("backward as a training graph")):
-                    self._vjp[pattern] = AotFunction(vjp_graph(self.joint), example, self.backend)
+                    self._vjp[pattern] = AotFunction(vjp_graph(self.unfused_joint()), example, self.backend)
             grads = self._vjp[pattern](*example)
             return {i: grads[j] for i, j in enumerate(self.joint.grad_index) if j is not None}
         return run
+
+    def unfused_joint(self) -> Any:
+        """The joint graph of the graph as captured, before the pre-grad pass: the one a
+        second derivative differentiates (a fused op's backward ops have no rules of their
+        own).  Its inputs and outputs are the fused joint graph's."""
+        if self.fused is self.graph:
+            return self.joint
+        if self._unfused_joint is None:
+            self._unfused_joint = build_joint_graph(self.graph, self.requires_grad)
+        return self._unfused_joint
 
     def _derived_id(self, what: str) -> graph_id.GraphId | None:
         """The id a graph made from this one compiles under (its backward): the next of the function's."""

@@ -62,9 +62,10 @@ REWRITTEN_FOR_GRADIENTS: dict[str, str] = dict.fromkeys(
     ("loop", "loop_result"), "differentiated by the joint graph itself (aot/loop_gradients.py): the "
     "forward loop keeps the carries' history, the backward is the loop run in reverse over the body's "
     "own joint graph")
-REWRITTEN_FOR_GRADIENTS["attention"] = (
-    "never differentiated: a backend forms it from matmul, softmax and matmul when it compiles a graph, "
-    "after the joint graph was built from those ops")
+REWRITTEN_FOR_GRADIENTS.update(dict.fromkeys(
+    ("attention_lse", "attention_grad"), "attention's backward, differentiated again (a second derivative) "
+    "through the graph as written before a backend's pre-grad pass made it one attention node "
+    "(AotFunction.unfused_joint)"))
 NON_DIFFERENTIABLE: dict[str, str] = {
     **dict.fromkeys(("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "isclose",
                      "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",

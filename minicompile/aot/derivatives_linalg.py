@@ -4,7 +4,7 @@ In:  the emitter ``E``, the gradient ``g`` of the op's output, the output
      ``out`` and the op's canonical arguments ``a`` (see derivatives.py).
 Out: the rules of ``einsum``, ``tensordot``, ``dot`` (any ranks), ``inner``,
      ``vdot``, ``kron``, ``cross``, ``trace``, ``diagonal``, ``convolve``,
-     ``correlate`` and ``norm``, registered in
+     ``correlate``, ``norm`` and ``attention``, registered in
      :data:`~.derivatives.DERIVATIVES` on import.
 
 A contraction is linear in each operand, so the gradient of one operand is
@@ -291,3 +291,18 @@ def _norm(E, g, out, a):
     p = float(ord)  # (sum |x|^p)^(1/p): sign(x) |x|^(p-1) / out^(p-1)
     ratio = _safe_divide(E, E.call("absolute", x), o)
     return {"x": E.call("multiply", E.call("multiply", g, sign), E.call("power", ratio, p - 1.0))}
+
+
+# -- attention ----------------------------------------------------------------------------------
+
+@derivative_rule("attention")
+def _attention(E, g, out, a):
+    """FlashAttention's backward: each row's log-sum-exp of the scores, ``delta =
+    rowsum(g * out)``, then one op per operand that recomputes the softmax's weights from
+    them (ir/ops/linalg.py): the ``[M, N]`` weights are never saved by the forward."""
+    options = dict(scale=a["scale"], divide=a["divide"], fill=a["fill"])
+    lse = E.call("attention_lse", a["q"], a["kt"], a["mask"], **options)
+    delta = E.call("sum", E.call("multiply", g, out), axis=-1, keepdims=True)
+    return {name: E.sum_to(E.call("attention_grad", a["q"], a["kt"], a["v"], a["mask"], g, lse, delta,
+                                  wrt=name, **options), tuple(a[name].shape))
+            for name in ("q", "kt", "v")}

@@ -75,15 +75,15 @@ def _match(out: ir.Node, users: dict, outputs: set) -> tuple[_Match | None, str 
     below: list[ir.Node] = [s]  # soft, then each node under it down to the matmul
     if s.op.name == "where" and isinstance(s.args[0], ir.Node) and s.args[0].dtype == np.bool_ \
             and isinstance(s.args[1], ir.Node) and _number(s.args[2]):
-        m.mask, m.fill = s.args[0], float(s.args[2])
+        m.mask, m.fill = s.args[0], s.args[2]
         s = s.args[1]
         below.append(s)
     if s.op.name in ("divide", "multiply") and _number(s.args[1]) and isinstance(s.args[0], ir.Node):
-        m.scale, m.divide = float(s.args[1]), s.op.name == "divide"
+        m.scale, m.divide = s.args[1], s.op.name == "divide"
         s = s.args[0]
         below.append(s)
     elif s.op.name == "multiply" and _number(s.args[0]) and isinstance(s.args[1], ir.Node):
-        m.scale = float(s.args[0])
+        m.scale = s.args[0]
         s = s.args[1]
         below.append(s)
     if s.op.name != "matmul":
@@ -102,6 +102,10 @@ def _match(out: ir.Node, users: dict, outputs: set) -> tuple[_Match | None, str 
         return None, "the mask broadcasts the scores to another shape"
     if not all(isinstance(x, ir.Node) and x.meta.ndim == s.meta.ndim for x in (m.q, m.kt, m.v)):
         return None, "q, kᵀ and v do not have the scores' rank"
+    if not m.q.dtype == m.kt.dtype == m.v.dtype == soft.dtype == out.dtype:
+        # (NumPy 2 promotes float32 scores divided by np.sqrt(d), a float64 scalar, to float64.)
+        return None, (f"the scores are {soft.dtype} from {m.q.dtype} operands: the scale or the fill is a "
+                      "value of a wider dtype (a NumPy float64 scalar such as np.sqrt(d); a Python float is not)")
     return m, None
 
 

@@ -157,4 +157,5 @@ def freezing_backend(backend: Callable[[Graph, list], Callable[..., tuple]]) -> 
         return call
 
     compile_frozen.__name__ = f"frozen_{getattr(backend, '__name__', 'backend')}"
+    compile_frozen.pre_grad = getattr(backend, "pre_grad", None)  # type: ignore[attr-defined]
     return compile_frozen

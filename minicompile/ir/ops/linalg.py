@@ -64,11 +64,87 @@ def _attention(q, kt, v, mask=None, scale=None, divide=False, fill=None):
 
 def _attention_meta(q: TensorMeta, kt: TensorMeta, v: TensorMeta, mask=None, scale=None, divide=False,
                     fill=None) -> TensorMeta:
-    scores = _matmul_meta(q, kt)
-    return _matmul_meta(scores, v)
+    matrix = _matmul_meta(_matmul_meta(q, kt), v).shape[-2:]
+    return TensorMeta(_attention_batch(q, kt, v, mask) + matrix,
+                      _tiny_dtype(_attention, q, kt, v, mask, scale, divide, fill))
 
 
 register(OpDef("attention", "extern", _attention, _attention_meta))
+
+
+# Attention's backward, as FlashAttention computes it (Dao, 2023): the softmax's weights
+# are not kept from the forward but recomputed per block from q, kᵀ and each row's
+# log-sum-exp, ``p = exp(s - lse)``; with ``delta = rowsum(dout * out)`` (the softmax's
+# ``rowsum(p * dp)``), ``ds = p * (dout @ vᵀ - delta)``.  The derivative rule of
+# ``attention`` (aot/derivatives_linalg.py) emits these ops; the Triton backend runs each
+# as one kernel that never stores ``p`` (codegen/triton/attention_backward.py).
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    """The dtype the backward computes in: float32 for float16 operands."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
+
+
+def _scores(q, kt, mask, scale, divide, fill):
+    s = np.matmul(q, kt)
+    if scale is not None:
+        s = s / scale if divide else s * scale
+    return np.where(mask, s, fill) if mask is not None else s
+
+
+def _attention_lse(q, kt, mask=None, scale=None, divide=False, fill=None):
+    """Each row's ``log(sum(exp(s)))`` of attention's scores ``s`` (scaled and masked as
+    ``attention`` does), kept as ``[..., M, 1]``.  A row masked entirely with ``-inf`` has
+    ``-inf``; float16 scores give float32."""
+    s = _scores(q, kt, mask, scale, divide, fill)
+    s = s.astype(_accumulator(s.dtype))
+    top = s.max(axis=-1, keepdims=True)
+    top = np.where(top == -np.inf, 0.0, top).astype(s.dtype)  # exp against 0 where a row is all -inf
+    with np.errstate(divide="ignore"):
+        return top + np.log(np.exp(s - top).sum(axis=-1, keepdims=True))
+
+
+def _swap(x):
+    return x.swapaxes(-1, -2)
+
+
+def _attention_grad(q, kt, v, mask, dout, lse, delta, scale=None, divide=False, fill=None, wrt="q"):
+    """The gradient of ``attention(q, kt, v, mask, scale, divide, fill)`` with respect to
+    ``wrt`` (``"q"``, ``"kt"`` or ``"v"``) for the output's gradient ``dout``, over the
+    broadcast batch (the rule sums it to the operand's shape), in the operand's dtype."""
+    acc = _accumulator(q.dtype)
+    p = np.exp(_scores(q, kt, mask, scale, divide, fill).astype(acc) - lse)
+    if wrt == "v":
+        return np.matmul(_swap(p), dout.astype(acc)).astype(v.dtype)
+    ds = p * (np.matmul(dout.astype(acc), _swap(v).astype(acc)) - delta)
+    if mask is not None:
+        ds = np.where(mask, ds, 0.0).astype(acc)
+    if scale is not None:
+        ds = ds / scale if divide else ds * scale
+    if wrt == "q":
+        return np.matmul(ds, _swap(kt).astype(acc)).astype(q.dtype)
+    return np.matmul(_swap(q).astype(acc), ds).astype(kt.dtype)
+
+
+def _attention_batch(*metas) -> tuple:
+    return tuple(np.broadcast_shapes(*(m.shape[:-2] for m in metas if isinstance(m, TensorMeta))))
+
+
+def _attention_lse_meta(q: TensorMeta, kt: TensorMeta, mask=None, scale=None, divide=False,
+                        fill=None) -> TensorMeta:
+    scores = _matmul_meta(q, kt)
+    batch = _attention_batch(scores, mask)
+    return TensorMeta(batch + (scores.shape[-2], 1), _accumulator(scores.dtype))
+
+
+def _attention_grad_meta(q: TensorMeta, kt: TensorMeta, v: TensorMeta, mask, dout: TensorMeta, lse, delta,
+                         scale=None, divide=False, fill=None, wrt="q") -> TensorMeta:
+    operand = {"q": q, "kt": kt, "v": v}[wrt]
+    batch = _attention_batch(q, kt, v, mask, dout)
+    return TensorMeta(batch + tuple(operand.shape[-2:]), operand.dtype)
+
+
+register(OpDef("attention_lse", "extern", _attention_lse, _attention_lse_meta))
+register(OpDef("attention_grad", "extern", _attention_grad, _attention_grad_meta))
 
 
 def _tiny_dtype(fn: Any, *operands: Any, **kwargs: Any) -> np.dtype:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -81,17 +81,19 @@ class AttentionTemplate:
         return {o.buffer for o in (self.q, self.kt, self.v, self.mask) if o is not None}
 
 
-def _operand(ref: Any, schedule: Schedule, buffers: dict, copies: list) -> Operand | None:
+def operand(ref: Any, schedule: Schedule, buffers: dict, copies: list) -> Operand | None:
     return operand_of(ref.name, schedule, buffers, copies) if isinstance(ref, L.BufferRef) else None
 
 
-def _template_for(ext: L.Extern, schedule: Schedule, buffers: dict) -> tuple[AttentionTemplate, list] | None:
+def template_for(ext: L.Extern, schedule: Schedule, buffers: dict) -> tuple[AttentionTemplate, list] | None:
+    """The forward template of an ``attention`` Extern and the copies laying out views it
+    cannot read at strides; None where it does not apply (the op runs as its reference)."""
     if ext.op_name != "attention" or len(ext.args) != 7 or is_symbolic(ext.shape) or 0 in ext.shape:
         return None
     q_ref, kt_ref, v_ref, mask_ref, scale, divide, fill = ext.args
     copies: list[Kernel] = []
-    q, kt, v = (_operand(r, schedule, buffers, copies) for r in (q_ref, kt_ref, v_ref))
-    mask = _operand(mask_ref, schedule, buffers, copies) if mask_ref is not None else None
+    q, kt, v = (operand(r, schedule, buffers, copies) for r in (q_ref, kt_ref, v_ref))
+    mask = operand(mask_ref, schedule, buffers, copies) if mask_ref is not None else None
     if q is None or kt is None or v is None or (mask_ref is not None and mask is None):
         return None
     if any(is_symbolic(o.shape) or is_symbolic(o.strides) for o in (q, kt, v)):
@@ -107,42 +109,54 @@ def _template_for(ext: L.Extern, schedule: Schedule, buffers: dict) -> tuple[Att
                              ext.dtype, origins), copies
 
 
-def attention_templates(schedule: Schedule) -> Schedule:
-    """Replace each ``attention`` Extern by an :class:`AttentionTemplate` (operands that are
-    views at no fixed strides laid out first by a pointwise kernel each)."""
+# What each template does, as the schedule says it (by the Extern's op and the result's name).
+DECISIONS = {
+    "attention": "template: flash attention, online softmax over blocks of kᵀ and v, the scores never stored",
+    "lse": "template: flash attention backward, each row's log-sum-exp over blocks of kᵀ",
+    "q": "template: flash attention backward, dq over blocks of keys, the softmax's weights recomputed",
+    "kt": "template: flash attention backward, dkᵀ over blocks of queries, the softmax's weights recomputed",
+    "v": "template: flash attention backward, dv over blocks of queries, the softmax's weights recomputed",
+}
+
+
+def attention_templates(schedule: Schedule, makers: tuple[Callable, ...] = (template_for,)) -> Schedule:
+    """Replace each Extern one of ``makers`` (``template_for`` and the backward's) takes by
+    its template (operands that are views at no fixed strides laid out first by a
+    pointwise kernel each)."""
     out: list = []
     buffers, decisions = dict(schedule.buffers), dict(schedule.decisions)
     for step in schedule.steps:
-        found = _template_for(step, schedule, buffers) if isinstance(step, L.Extern) else None
+        found = None
+        for make in makers if isinstance(step, L.Extern) else ():
+            found = found or make(step, schedule, buffers)
         if found is None:
             out.append(step)
             continue
         template, copies = found
         out += copies + [template]
         buffers[step.name] = replace(buffers[step.name], kind="kernel")
-        decisions[step.name] = ("template: flash attention, online softmax over blocks of kᵀ and v, "
-                                "the scores never stored")
+        decisions[step.name] = DECISIONS[getattr(template, "wrt", "attention")]
         for name, why in decisions.items():
             decisions[name] = re.sub(rf"\bextern {re.escape(step.name)}\b", f"template {step.name}", why)
     return replace(schedule, steps=out, buffers=buffers, decisions=decisions)
 
 
-def _offset(operand: Operand, batch_shape: tuple[int, ...]) -> str:
+def offset_of(o: Operand, batch_shape: tuple[int, ...]) -> str:
     """``offset + `` the operand's matrix of program ``batch`` (broadcast dimensions: 0)."""
-    terms = [str(operand.offset)] if operand.offset else []
-    lead = operand.shape[:-2]
+    terms = [str(o.offset)] if o.offset else []
+    lead = o.shape[:-2]
     for i, _ in enumerate(batch_shape):
         j = i - (len(batch_shape) - len(lead))
         if j >= 0 and lead[j] != 1:
             inner = math.prod(batch_shape[i + 1:])
             index = f"(batch // {inner})" if inner != 1 else "batch"
-            terms.append(f"({index} % {batch_shape[i]}) * {operand.strides[j]}")
+            terms.append(f"({index} % {batch_shape[i]}) * {o.strides[j]}")
     return "".join(f"{t} + " for t in terms)
 
 
-def _matrix_strides(operand: Operand) -> tuple[int, int]:
+def matrix_strides(o: Operand) -> tuple[int, int]:
     """The strides of the operand's last two axes (0 where it broadcasts along one)."""
-    shape, strides = operand.shape, operand.strides
+    shape, strides = o.shape, o.strides
     rows = strides[-2] if len(shape) >= 2 and shape[-2] != 1 else 0
     return rows, strides[-1] if shape[-1] != 1 else 0
 
@@ -163,8 +177,8 @@ def attention_kernel(t: AttentionTemplate, name: str, buffers: dict[str, Buffer]
     w.line("rm = (pid % tiles_m) * BLOCK_M + tl.arange(0, BLOCK_M)")
     w.line("rd = tl.arange(0, BLOCK_D)")
     w.line("rdv = tl.arange(0, BLOCK_DV)")
-    (qm, qd), (kd, kn), (vn, vd) = (_matrix_strides(o) for o in (t.q, t.kt, t.v))
-    w.line(f"q = tl.load({q} + {_offset(t.q, t.batch_shape)}rm[:, None] * {qm} + rd[None, :] * {qd}, "
+    (qm, qd), (kd, kn), (vn, vd) = (matrix_strides(o) for o in (t.q, t.kt, t.v))
+    w.line(f"q = tl.load({q} + {offset_of(t.q, t.batch_shape)}rm[:, None] * {qm} + rd[None, :] * {qd}, "
            "mask=(rm[:, None] < M) & (rd[None, :] < D), other=0.0)")
     w.line(f"m_i = tl.full([BLOCK_M], -INF, {f32})")
     w.line(f"l_i = tl.full([BLOCK_M], 0.0, {f32})")
@@ -175,9 +189,9 @@ def attention_kernel(t: AttentionTemplate, name: str, buffers: dict[str, Buffer]
     w.line("inside = rn[None, :] < N")
     precision = f", {DOT_PRECISION}" if t.dtype == np.dtype(np.float32) else ""
     if t.mask is not None:
-        mm, mn = _matrix_strides(t.mask)
+        mm, mn = matrix_strides(t.mask)
         fill = np.asarray(t.fill).astype(t.dtype).item()  # NumPy's where casts it (-1e9 is -inf in float16)
-        w.line(f"keep = tl.load({mask} + {_offset(t.mask, t.batch_shape)}rm[:, None] * {mm} + rn[None, :] * {mn}, "
+        w.line(f"keep = tl.load({mask} + {offset_of(t.mask, t.batch_shape)}rm[:, None] * {mm} + rn[None, :] * {mn}, "
                "mask=(rm[:, None] < M) & inside, other=0)")
         # A tile masked entirely adds exp(fill - m) = 0 exactly to each row once the row's
         # maximum is over 110 above the fill (float32's exp is 0 below -104), and always
@@ -189,12 +203,12 @@ def attention_kernel(t: AttentionTemplate, name: str, buffers: dict[str, Buffer]
             w.line(f"settled = (tl.reduce(m_i, None, _minimum) - {literal(fill, np.dtype(np.float32))}) > 110.0")
             w.line("if live | (settled == 0):")
         w.depth += 1
-    w.line(f"kt = tl.load({kt} + {_offset(t.kt, t.batch_shape)}rd[:, None] * {kd} + rn[None, :] * {kn}, "
+    w.line(f"kt = tl.load({kt} + {offset_of(t.kt, t.batch_shape)}rd[:, None] * {kd} + rn[None, :] * {kn}, "
            "mask=(rd[:, None] < D) & (rn[None, :] < N), other=0.0)")
     w.line(f"s = tl.dot(q, kt{precision})")
     w.line(f"s = s.to({triton_type(t.dtype)}).to({f32})  # the product rounded as NumPy's matmul rounds it")
     if t.scale is not None:
-        w.line(f"s = s {'/' if t.divide else '*'} {literal(t.scale, np.dtype(np.float32))}")
+        w.line(f"s = s {'/' if t.divide else '*'} {literal(float(t.scale), np.dtype(np.float32))}")
     if t.mask is not None:
         w.line(f"s = tl.where(keep != 0, s, {literal(fill, np.dtype(np.float32))})")
     w.line("s = tl.where(inside, s, -INF)  # columns past the end count for nothing")
@@ -204,15 +218,15 @@ def attention_kernel(t: AttentionTemplate, name: str, buffers: dict[str, Buffer]
     w.line("alpha = tl.exp(m_i - m_ref)")
     w.line("p = tl.exp(s - m_ref[:, None])")
     w.line("l_i = l_i * alpha + tl.reduce(p, 1, _add)")
-    w.line(f"vt = tl.load({v} + {_offset(t.v, t.batch_shape)}rn[:, None] * {vn} + rdv[None, :] * {vd}, "
+    w.line(f"vt = tl.load({v} + {offset_of(t.v, t.batch_shape)}rn[:, None] * {vn} + rdv[None, :] * {vd}, "
            "mask=(rn[:, None] < N) & (rdv[None, :] < DV), other=0.0)")
     w.line(f"acc = acc * alpha[:, None] + tl.dot(p.to({triton_type(t.dtype)}), vt{precision})")
     w.line("m_i = m_new")
     w.depth -= 1 + (t.mask is not None)
     w.line("result = acc / l_i[:, None]")
     out = Operand(t.name, tuple(buffers[t.name].shape), tuple(buffers[t.name].strides))
-    om, od = _matrix_strides(out)
-    w.line(f"tl.store(out_{t.name} + {_offset(out, t.batch_shape)}rm[:, None] * {om} + rdv[None, :] * {od}, "
+    om, od = matrix_strides(out)
+    w.line(f"tl.store(out_{t.name} + {offset_of(out, t.batch_shape)}rm[:, None] * {om} + rdv[None, :] * {od}, "
            f"result.to({triton_type(t.dtype)}), mask=(rm[:, None] < M) & (rdv[None, :] < DV))")
     header, params = tg.signature(name, w, [t.name], ["BLOCK_M", "BLOCK_N", "BLOCK_D", "BLOCK_DV"])
     return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, 1, batch), _configs(t),

@@ -41,7 +41,8 @@ from .ops import PRELUDE, unsupported_node
 from .kernel import (TritonKernel, TritonModule, is_persistent, kernel_name, pointwise_kernel,
                      reduction_kernel, size_params, tile_axes, tiled_pointwise_kernel)
 from ...fuse_attention import fuse_attention
-from .attention import AttentionTemplate, attention_kernel, attention_templates
+from .attention import AttentionTemplate, attention_kernel, attention_templates, template_for
+from .attention_backward import AttentionGradTemplate, attention_grad_kernel, backward_template_for
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel, step_reads
 from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
@@ -121,7 +122,8 @@ def compile_graph(graph: ir.Graph, example_inputs: list, sizes_as_args: bool = F
     if sizes_as_args and any(has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise SymbolicUnsupported("a size divides (a strided slice)")
     sched = schedule_for_triton(graph, [_stand_in(x) for x in example_inputs], on_gpu)
-    sched = fuse_rows(fuse_matmul_epilogues(attention_templates(scatter_add_templates(sched))))
+    sched = fuse_rows(fuse_matmul_epilogues(attention_templates(scatter_add_templates(sched),
+                                                               (template_for, backward_template_for))))
     module = generate(sched)
     readable = input_symbols([p.meta.shape for p in sched.graph.placeholders])
     for k in module.kernels.values() if sizes_as_args else ():
@@ -219,6 +221,9 @@ def generate(schedule: Schedule) -> TritonModule:
             tk = scatter_kernel(step, kernel_name("sca", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, AttentionTemplate):
             tk = attention_kernel(step, kernel_name("att", index, step.origins, op_of, prefix), schedule.buffers)
+        elif isinstance(step, AttentionGradTemplate):
+            tk = attention_grad_kernel(step, kernel_name("att", index, step.origins, op_of, prefix),
+                                       schedule.buffers)
         elif isinstance(step, RowGroup):
             tk = row_kernel(step, kernel_name("per", index, step.origins, op_of, prefix), schedule.buffers)
         elif isinstance(step, Kernel):
@@ -265,6 +270,11 @@ def _describe(s: scheduler.Schedule, module: tg.TritonModule) -> str:
             mask = ", masked" if step.mask is not None else ""
             lines.append(f"{k.name}  template flash attention [{', '.join(map(str, step.batch_shape))}] x "
                          f"[{step.m}, {step.d}] x [{step.n}, {step.dv}]{mask}")
+            lines.append(f"    {step.name:<16} {s.decisions[step.name]}")
+        elif isinstance(step, AttentionGradTemplate):
+            mask = ", masked" if step.mask is not None else ""
+            lines.append(f"{k.name}  template flash attention backward ({step.wrt}) "
+                         f"[{', '.join(map(str, step.batch_shape))}] x [{step.m}, {step.d}] x [{step.n}, {step.dv}]{mask}")
             lines.append(f"    {step.name:<16} {s.decisions[step.name]}")
         elif isinstance(step, ScatterTemplate):
             lines.append(f"{k.name}  template scatter-add [{', '.join(map(str, step.domain))}] updates into "

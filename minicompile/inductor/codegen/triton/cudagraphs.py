@@ -67,6 +67,7 @@ def cudagraph_backend(backend: Callable[..., Callable[..., tuple]]) -> Callable[
         return CUDAGraphRunner(compiled, dynamic=graph.is_dynamic)
 
     compile_with_cudagraphs.__name__ = f"cudagraphs_{getattr(backend, '__name__', 'backend')}"
+    compile_with_cudagraphs.pre_grad = getattr(backend, "pre_grad", None)  # type: ignore[attr-defined]
     return compile_with_cudagraphs
 
 

@@ -19,13 +19,14 @@ from ... import scheduler
 from ..common import Names, extern_call
 from . import kernel as tg
 from .attention import AttentionTemplate
+from .attention_backward import AttentionGradTemplate
 from .matmul import MatmulTemplate
 from .scatter import ScatterTemplate
 from .rows import RowGroup
 
 
 # Steps that are one kernel with a ``stores`` list of their own (besides scheduler.Kernel).
-TEMPLATES = (MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate)
+TEMPLATES = (MatmulTemplate, RowGroup, ScatterTemplate, AttentionTemplate, AttentionGradTemplate)
 
 class WrapperWriter:
     def __init__(self, s: scheduler.Schedule, module: tg.TritonModule, on_gpu: bool):
