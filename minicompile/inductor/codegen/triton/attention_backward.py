@@ -223,9 +223,9 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
         x.load("kt", t.kt, "rd", "rn", "D", "N")
         if t.wrt == "kt":
             x.load("vt", t.v, "rn", "rdv", "N", "DV", transposed=True)
-            w.line("acc = tl.zeros([BLOCK_D, BLOCK_N], tl.float32)")
+            w.line("acc = tl.full([BLOCK_D, BLOCK_N], 0.0, tl.float32)")
         else:
-            w.line("acc = tl.zeros([BLOCK_N, BLOCK_DV], tl.float32)")
+            w.line("acc = tl.full([BLOCK_N, BLOCK_DV], 0.0, tl.float32)")
         w.line("for start in range(0, M, BLOCK_M):")
         w.depth += 1
         w.line("rm = start + tl.arange(0, BLOCK_M)")
@@ -257,7 +257,7 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
             x.load("do", t.dout, "rm", "rdv", "M", "DV")
             x.load_rows("lse", t.lse, "0.0")
             x.load_rows("delta", t.delta, "0.0")
-            w.line("acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)")
+            w.line("acc = tl.full([BLOCK_M, BLOCK_D], 0.0, tl.float32)")
         w.line("for start in range(0, N, BLOCK_N):")
         w.depth += 1
         w.line("rn = start + tl.arange(0, BLOCK_N)")
