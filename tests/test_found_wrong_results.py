@@ -456,3 +456,63 @@ def test_gradient_of_a_tensor_written_in_place_from_its_own_values(backend, fn):
     loss.backward()
     for got, which in ((U.grad, 0), (W.grad, 1)):
         np.testing.assert_allclose(got, central_differences(fn, [u, w], which), rtol=1e-6, atol=1e-8)
+
+
+class Holder:
+    """An object a program stores a tensor on."""
+
+
+HELD: list = []
+
+
+def write_through_a_dict(u, w):
+    u = u * 2.0
+    d = {"a": u}
+    d["a"] *= 2.0
+    return (u ** 2).sum()
+
+
+def write_through_an_attribute(u, w):
+    u = u * 2.0
+    box = Holder()
+    box.u = u
+    box.u += w
+    return (u ** 2).sum()
+
+
+def write_through_a_global_list(u, w):
+    HELD.clear()
+    u = u * 2.0
+    HELD.append(u)
+    HELD[-1] *= 2.0
+    return (u ** 2).sum()
+
+
+@pytest.mark.parametrize("fn", [write_through_a_dict, write_through_an_attribute, write_through_a_global_list])
+def test_a_tensor_written_through_a_dict_an_attribute_or_a_global_is_written(backend, fn):
+    """``u = x * 2; d = {"a": u}; d["a"] *= 2`` on an mc.Tensor lost the write (56 for 224):
+    the trace counted holders in lists and tuples of its frames only, so it took the write
+    for one nobody else sees and kept the new value under the dict's name alone."""
+    u, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    U, W = mc.Tensor(u.copy(), requires_grad=True), mc.Tensor(w.copy(), requires_grad=True)
+    loss = mc.compile(fn, backend=backend)(U, W)
+    np.testing.assert_allclose(float(loss), fn(u.copy(), w.copy()), rtol=1e-12)
+    loss.backward()
+    np.testing.assert_allclose(U.grad, central_differences(fn, [u, w], 0), rtol=1e-6, atol=1e-8)
+
+
+def write_through_a_view_of_a_tensor(x):
+    u = x * 2.0
+    v = u[1:4]
+    v *= 3.0
+    return (u * u).sum()
+
+
+def test_a_write_through_a_view_of_a_tensor_is_refused_as_the_tape_refuses_it(backend):
+    """``v = u[1:4]; v *= 3`` on an mc.Tensor: the tape refuses it (its write would not reach
+    u), but compiled code kept ``v * 3`` as v's new value and returned 220 for NumPy's 1148."""
+    x = mc.Tensor(np.arange(1.0, 6.0), requires_grad=True)
+    with pytest.raises(TypeError, match="view"):
+        write_through_a_view_of_a_tensor(x)
+    with pytest.raises(TypeError, match="view"):
+        mc.compile(write_through_a_view_of_a_tensor, backend=backend)(x)

@@ -384,10 +384,12 @@ class Functionalizer:
         parent = next(iter(args.values()), None)
         arrays = _array_leaves(args)
         if any(a.storage is None and not a.scalar for a in arrays):
+            var = ArrayVariable(node, scalar=scalar)  # an op on an mc.Tensor makes an mc.Tensor
             if isinstance(parent, ArrayVariable) and (op in ALWAYS_VIEWS or op in LAYOUT_VIEWS) \
                     and _is_view_call(node):
                 parent.tensor_viewed = True  # a write into it must reach the view: the tape's
-            return ArrayVariable(node, scalar=scalar)  # an op on an mc.Tensor makes an mc.Tensor
+                var.tensor_view_of = parent  # and a write into the view must reach it
+            return var
         if scalar or not arrays:  # a creation op: C order
             return self._fresh(node, scalar, None if scalar else _c_layout(node))
         if isinstance(parent, ArrayVariable) and not parent.scalar and _returns_its_input(node):

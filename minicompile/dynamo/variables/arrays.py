@@ -27,7 +27,8 @@ from ...ir.symbolic import Sym
 from ..exc import Unsupported
 from ..source import Source
 from .base import ConstantVariable, MethodVariable, VariableTracker, specialize_sizes
-from .containers import IteratorVariable, ListVariable, TupleVariable, is_constant, python_value, wrap_value
+from .containers import (DictVariable, IteratorVariable, ListVariable, TupleVariable, is_constant, python_value,
+                         wrap_value)
 
 if TYPE_CHECKING:
     from ..symbolic_convert import InstructionTranslator
@@ -70,6 +71,7 @@ class ArrayVariable(VariableTracker):
         self.python = python
         self.storage = storage
         self.tensor_viewed = False  # (an mc.Tensor's variable) a view of it was taken in the trace
+        self.tensor_view_of: ArrayVariable | None = None  # (an mc.Tensor's variable) the one it views
         self.view = view
         self.layout = layout
         self.readonly = readonly
@@ -374,28 +376,61 @@ def delitem(tx: "InstructionTranslator", arr: ArrayVariable, key: VariableTracke
 
 def _seen_elsewhere(tx: "InstructionTranslator", tensor: ArrayVariable) -> str | None:
     """Who besides the one local being written would see a write into ``tensor`` (an
-    mc.Tensor's variable): the caller (an argument), a view of it, another local or a
-    container of any frame being traced; None when nobody."""
+    mc.Tensor's variable): the caller (an argument), a view of it, the tensor it views
+    where anything can still read that one, another local, a container, an object's
+    attribute or a function's default of any frame being traced, or anything the trace
+    handed to the caller (its side effects: attributes, globals, items of the caller's
+    containers); None when nobody.  (A closure reads the frame's name itself, which the
+    write rebinds.)"""
     if tensor.source is not None:
         return "the caller passed"
     if tensor.tensor_viewed:
         return "a view was taken of"
+    base = tensor.tensor_view_of
+    if base is not None:
+        # A view of a value nothing reads any more (``np.cov``'s ``c = dot(...).squeeze()``)
+        # is that value's only way in: its write is its new value, as for a fresh tensor.
+        if base.source is not None or base.tensor_view_of is not None or _holders(
+                tx, lambda v: v is base or (v is not tensor and getattr(v, "tensor_view_of", None) is base)):
+            return "is a view of another mc.Tensor, which"
+    if _holders(tx, lambda v: v is tensor) > 1:
+        return "another name, a container, an attribute or a global holds"
+    return None
+
+
+def _holders(tx: "InstructionTranslator", match: Any) -> int:
+    """How many places of the frames being traced, and of what the trace handed to the
+    caller, hold a variable ``match`` accepts."""
     holders, seen = 0, set()
 
     def count(value: Any) -> None:
         nonlocal holders
-        if value is tensor:
+        if not isinstance(value, VariableTracker) or id(value) in seen:
+            return
+        if match(value):
             holders += 1
-        elif isinstance(value, (TupleVariable, ListVariable)) and id(value) not in seen:
-            seen.add(id(value))
-            for item in value.items:
-                count(item)
+            return
+        seen.add(id(value))
+        if isinstance(value, (TupleVariable, ListVariable)):
+            items = value.items
+        elif isinstance(value, DictVariable):
+            items = list(value.items.values())
+        else:  # an object the trace made (its attributes), a function's defaults and bound object
+            items = [*getattr(value, "attrs", {}).values(), *getattr(value, "defaults", ()),
+                     getattr(value, "bound_self", None)]
+        for item in items:
+            count(item)
+
     frame = tx
     while frame is not None:
         for value in (*frame.locals.values(), *frame.stack):
             count(value)
         frame = frame.parent
-    return "another name or a container holds" if holders > 1 else None
+    effects = tx.output.side_effects
+    for value in (*effects.attributes.values(), *effects.globals.values(),
+                  *(a for e in effects.log for a in e.args)):
+        count(value)
+    return holders
 
 
 def cast_in_place(tx: "InstructionTranslator", result: ArrayVariable, target: ArrayVariable,
