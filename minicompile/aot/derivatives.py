@@ -291,12 +291,58 @@ def _max(E, g, out, a):  # shared evenly among the elements that attain the extr
     return {"a": E.call("multiply", hits, share)}
 
 
+def _others_product(E, x, axis: tuple[int, ...]):
+    """For each element of ``x``, the product of the *other* elements of its reduction
+    group (the elements the axes ``axis`` fold together), written without a division:
+    the reduced axes moved last and flattened into one, the exclusive products from the
+    left and from the right (a cumulative product shifted by one, led by a 1),
+    multiplied, and moved back.  Exact where ``x`` holds zeros, where ``prod / x_i``
+    gives NaN (0 / 0) or the wrong value; requires a group of at least two elements."""
+    shape = tuple(x.shape)
+    kept = tuple(i for i in range(len(shape)) if i not in axis)
+    perm = kept + tuple(axis)
+    lead = tuple(shape[i] for i in kept)
+    n = 1
+    for i in axis:
+        n *= shape[i]
+    last = len(lead)
+    if perm != tuple(range(len(shape))):
+        x = E.call("transpose", x, perm)
+    flat = E.call("reshape", x, lead + (n,))
+    widths = ((0, 0),) * last + ((1, 0),)
+    head = (slice(None),) * last + (slice(0, n - 1),)
+
+    def exclusive(v):  # out[..., k] = prod_{j < k} v[..., j]
+        return E.call("pad", E.call("cumprod", E.call("getitem", v, head), axis=last), widths, constant_values=1)
+
+    left = exclusive(flat)
+    right = E.call("flip", exclusive(E.call("flip", flat, last)), last)
+    others = E.call("reshape", E.call("multiply", left, right), tuple(shape[i] for i in perm))
+    if perm != tuple(range(len(shape))):
+        others = E.call("transpose", others, tuple(sorted(range(len(perm)), key=lambda i: perm[i])))
+    return others
+
+
 @derivative_rule("prod")
-def _prod(E, g, out, a):  # d prod = prod / x_i (inputs without zeros)
+def _prod(E, g, out, a):
+    # d prod / d x_i = the product of the other elements of x_i's group, computed without
+    # dividing by x_i (prod / x_i is 0 / 0 = NaN at a zero, where the answer is finite).
     x = a["a"]
+    if 0 in tuple(x.shape):  # no elements: nothing to differentiate
+        return {"a": E.call("multiply", x, 0)}
     keep = _keepdims_shape(x.shape, a["axis"])
-    share = E.call("divide", E.call("reshape", E.call("multiply", g, out), keep), x)
-    return {"a": share}
+    g = E.call("reshape", g, keep)
+    n = 1
+    for i in a["axis"]:
+        n *= x.shape[i]
+    if n == 1:  # a group of one element: prod is that element (in out's dtype)
+        grad = E.broadcast_to(g, x)
+    else:
+        xs = x if np.dtype(out.dtype) == np.dtype(x.dtype) else E.call("astype", x, out.dtype)
+        grad = E.call("multiply", g, _others_product(E, xs, a["axis"]))
+    if np.dtype(grad.dtype) != np.dtype(x.dtype):
+        grad = E.call("astype", grad, x.dtype)
+    return {"a": grad}
 
 
 # -- layout ---------------------------------------------------------------------------------
