@@ -157,14 +157,26 @@ def _square(E, g, out, a):  # d(x^2) = 2x dx
 
 @derivative_rule("power")
 def _power(E, g, out, a):  # d(x^y) = y x^(y-1) dx + x^y log(x) dy
+    # At x = 0 both terms can be 0 * inf = NaN where the derivative is 0: x^0 is 1
+    # (d/dx = 0), and 0^y is 0 for y > 0 (d/dy = 0; y = 0, a jump, takes 0 as well).
+    # Only those points are masked (as PyTorch's pow_backward does), so that the
+    # gradient stays differentiable in y where x is not 0 (second derivatives).
     x, y = a["x1"], a["x2"]
     gx = gy = None
-    if is_array(x):
-        gx = E.call("multiply", g, E.call("multiply", y, E.call("power", x, E.call("subtract", y, 1)
-                                                                 if is_array(y) else y - 1)))
-        gx = E.sum_to(gx, x.shape)
+    if is_array(x) and (is_array(y) or y != 0):  # x^0 is constant: no gradient
+        slope = E.call("multiply", y, E.call("power", x, E.call("subtract", y, 1) if is_array(y) else y - 1))
+        if is_array(y):
+            slope = E.call("where", E.call("logical_and", E.call("equal", x, 0), E.call("equal", y, 0)), 0.0, slope)
+        gx = E.sum_to(E.call("multiply", g, slope), x.shape)
     if is_array(y):
-        gy = E.sum_to(E.call("multiply", g, E.call("multiply", out, E.call("log", x))), y.shape)
+        rate = E.call("multiply", out, E.call("log", x))
+        at_zero = E.call("greater_equal", y, 0)
+        if is_array(x):
+            at_zero = E.call("logical_and", E.call("equal", x, 0), at_zero)
+            rate = E.call("where", at_zero, 0.0, rate)
+        elif x == 0:
+            rate = E.call("where", at_zero, 0.0, rate)
+        gy = E.sum_to(E.call("multiply", g, rate), y.shape)
     return {"x1": gx, "x2": gy}
 
 

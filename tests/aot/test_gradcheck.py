@@ -131,6 +131,11 @@ for _op, (_k1, _k2) in BINARY.items():
             case(_op, _p, lambda a, b, f=getattr(np, _op): f(a + 3.2, b * 0.05 + 1.0), (_s1, "unit"), (_s2, "unit"))
             continue
         case(_op, _p, lambda a, b, f=getattr(np, _op): f(a, b), (_s1, _k1), (_s2, _k2))
+# at a zero base: x^0 is 1 (d/dx 0, not 0 * inf), 0^y is 0 for y > 0 (d/dy 0, not 0 * log 0)
+ZERO_BASE = np.array([[0.0, 2.0, 0.0], [1.5, 0.0, 0.5]])
+for _op in ("power", "float_power"):
+    case(_op, "zero_exponent", lambda a, f=getattr(np, _op): f(a, 0.0) * a + f(a, 2.0), (S2, "zeros"))
+    case(_op, "zero_base", lambda b, f=getattr(np, _op): f(ZERO_BASE, b + 2.0), (S2, "unit"))
 case("floor_divide", "2d", lambda a, b: np.floor_divide(a * 3, b) + a * b, (S2, "away"), (S2, "pos"))
 case("heaviside", "2d", lambda a, b: np.heaviside(np.where(a > 0, a, 0.0), b) * a, (S2, "away"), (S2, "any"))
 case("where", "bcast", lambda a, b: np.where(a > 0, a * 2, b), (S2, "away"), ((3,), "any"))
