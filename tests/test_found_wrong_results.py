@@ -516,3 +516,39 @@ def test_a_write_through_a_view_of_a_tensor_is_refused_as_the_tape_refuses_it(ba
         write_through_a_view_of_a_tensor(x)
     with pytest.raises(TypeError, match="view"):
         mc.compile(write_through_a_view_of_a_tensor, backend=backend)(x)
+
+
+NAN_AT = np.zeros((3, 2, 3), bool)
+NAN_AT[0, 1, 2] = NAN_AT[2, 0, 1] = True
+PROD_FORMS = {
+    "axis=1": lambda x: np.prod(x, axis=1),
+    "axis=None": lambda x: np.prod(x),
+    "axis=(0, 2)": lambda x: np.prod(x, axis=(0, 2)),
+    "axis=-1, keepdims": lambda x: np.prod(x, axis=-1, keepdims=True),
+    "method, axis=0": lambda x: x.prod(0),
+    "nanprod, axis=2": lambda x: np.nanprod(np.where(NAN_AT, np.nan, x), axis=2),
+}
+
+
+@pytest.mark.parametrize("form", PROD_FORMS)
+def test_prods_gradient_is_finite_and_right_at_zeros(backend, form):
+    """``np.prod(x, axis=1).sum()`` at x=[[2, 0, 3], [1, 2, 3]] gave the gradient
+    [[0, nan, 0], [6, 3, 2]] (not [[0, 6, 0], ...]) on every backend and on the tape:
+    the rule was ``g * prod / x``, 0 / 0 at a zero.  Now the product of the other
+    elements of each group, without a division.  Groups with one zero, two zeros,
+    all zeros, and none; the weights make every group's incoming gradient differ."""
+    x = np.array([[[2.0, 0.0, 3.0], [1.0, 2.0, -3.0]],
+                  [[0.0, 0.0, 1.5], [0.0, 0.0, 0.0]],
+                  [[-1.0, 0.5, 0.0], [4.0, 0.0, 2.0]]])
+    fn = PROD_FORMS[form]
+    w = np.arange(1.0, 1.0 + np.size(fn(x))).reshape(np.shape(fn(x)))
+
+    def loss(x):
+        return np.sum(fn(x) * w)
+
+    expected = central_differences(loss, [x], 0)
+    for run in (loss, mc.compile(loss, backend=backend)):
+        t = mc.Tensor(x.copy(), requires_grad=True)
+        run(t).backward()
+        assert np.isfinite(t.grad).all()
+        np.testing.assert_allclose(t.grad, expected, rtol=1e-6, atol=1e-6)

@@ -157,14 +157,26 @@ def _square(E, g, out, a):  # d(x^2) = 2x dx
 
 @derivative_rule("power")
 def _power(E, g, out, a):  # d(x^y) = y x^(y-1) dx + x^y log(x) dy
+    # At x = 0 both terms can be 0 * inf = NaN where the derivative is 0: x^0 is 1
+    # (d/dx = 0), and 0^y is 0 for y > 0 (d/dy = 0; y = 0, a jump, takes 0 as well).
+    # Only those points are masked (as PyTorch's pow_backward does), so that the
+    # gradient stays differentiable in y where x is not 0 (second derivatives).
     x, y = a["x1"], a["x2"]
     gx = gy = None
-    if is_array(x):
-        gx = E.call("multiply", g, E.call("multiply", y, E.call("power", x, E.call("subtract", y, 1)
-                                                                 if is_array(y) else y - 1)))
-        gx = E.sum_to(gx, x.shape)
+    if is_array(x) and (is_array(y) or y != 0):  # x^0 is constant: no gradient
+        slope = E.call("multiply", y, E.call("power", x, E.call("subtract", y, 1) if is_array(y) else y - 1))
+        if is_array(y):
+            slope = E.call("where", E.call("logical_and", E.call("equal", x, 0), E.call("equal", y, 0)), 0.0, slope)
+        gx = E.sum_to(E.call("multiply", g, slope), x.shape)
     if is_array(y):
-        gy = E.sum_to(E.call("multiply", g, E.call("multiply", out, E.call("log", x))), y.shape)
+        rate = E.call("multiply", out, E.call("log", x))
+        at_zero = E.call("greater_equal", y, 0)
+        if is_array(x):
+            at_zero = E.call("logical_and", E.call("equal", x, 0), at_zero)
+            rate = E.call("where", at_zero, 0.0, rate)
+        elif x == 0:
+            rate = E.call("where", at_zero, 0.0, rate)
+        gy = E.sum_to(E.call("multiply", g, rate), y.shape)
     return {"x1": gx, "x2": gy}
 
 
@@ -291,12 +303,58 @@ def _max(E, g, out, a):  # shared evenly among the elements that attain the extr
     return {"a": E.call("multiply", hits, share)}
 
 
+def _others_product(E, x, axis: tuple[int, ...]):
+    """For each element of ``x``, the product of the *other* elements of its reduction
+    group (the elements the axes ``axis`` fold together), written without a division:
+    the reduced axes moved last and flattened into one, the exclusive products from the
+    left and from the right (a cumulative product shifted by one, led by a 1),
+    multiplied, and moved back.  Exact where ``x`` holds zeros, where ``prod / x_i``
+    gives NaN (0 / 0) or the wrong value; requires a group of at least two elements."""
+    shape = tuple(x.shape)
+    kept = tuple(i for i in range(len(shape)) if i not in axis)
+    perm = kept + tuple(axis)
+    lead = tuple(shape[i] for i in kept)
+    n = 1
+    for i in axis:
+        n *= shape[i]
+    last = len(lead)
+    if perm != tuple(range(len(shape))):
+        x = E.call("transpose", x, perm)
+    flat = E.call("reshape", x, lead + (n,))
+    widths = ((0, 0),) * last + ((1, 0),)
+    head = (slice(None),) * last + (slice(0, n - 1),)
+
+    def exclusive(v):  # out[..., k] = prod_{j < k} v[..., j]
+        return E.call("pad", E.call("cumprod", E.call("getitem", v, head), axis=last), widths, constant_values=1)
+
+    left = exclusive(flat)
+    right = E.call("flip", exclusive(E.call("flip", flat, last)), last)
+    others = E.call("reshape", E.call("multiply", left, right), tuple(shape[i] for i in perm))
+    if perm != tuple(range(len(shape))):
+        others = E.call("transpose", others, tuple(sorted(range(len(perm)), key=lambda i: perm[i])))
+    return others
+
+
 @derivative_rule("prod")
-def _prod(E, g, out, a):  # d prod = prod / x_i (inputs without zeros)
+def _prod(E, g, out, a):
+    # d prod / d x_i = the product of the other elements of x_i's group, computed without
+    # dividing by x_i (prod / x_i is 0 / 0 = NaN at a zero, where the answer is finite).
     x = a["a"]
+    if 0 in tuple(x.shape):  # no elements: nothing to differentiate
+        return {"a": E.call("multiply", x, 0)}
     keep = _keepdims_shape(x.shape, a["axis"])
-    share = E.call("divide", E.call("reshape", E.call("multiply", g, out), keep), x)
-    return {"a": share}
+    g = E.call("reshape", g, keep)
+    n = 1
+    for i in a["axis"]:
+        n *= x.shape[i]
+    if n == 1:  # a group of one element: prod is that element (in out's dtype)
+        grad = E.broadcast_to(g, x)
+    else:
+        xs = x if np.dtype(out.dtype) == np.dtype(x.dtype) else E.call("astype", x, out.dtype)
+        grad = E.call("multiply", g, _others_product(E, xs, a["axis"]))
+    if np.dtype(grad.dtype) != np.dtype(x.dtype):
+        grad = E.call("astype", grad, x.dtype)
+    return {"a": grad}
 
 
 # -- layout ---------------------------------------------------------------------------------
