@@ -361,7 +361,7 @@ def index_vars(writer: ValueWriter, prefix: str, ranges: tuple[int, ...], flat: 
         writer.line(f"{var.name} = {expr}")
 
 
-def _needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
+def needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
     touched = [buffers[b].numel for b in buffers]
     if is_symbolic(touched) or is_symbolic(kernel.work):
         return True  # sizes known at run time: 64-bit indices, right for any of them
@@ -386,7 +386,7 @@ def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
                      kept: frozenset[str] = frozenset()) -> TritonKernel:
     w = ValueWriter(buffers, kernel.buffers_written, kept)
     numel = math.prod(kernel.ranges)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {numel}")
     w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
     w.line("xmask = xindex < xnumel")
@@ -447,7 +447,7 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
     ny, nx = kernel.ranges[y], kernel.ranges[x]
     outer_ranges = tuple(1 if i in axes else n for i, n in enumerate(kernel.ranges))
     w = ValueWriter(buffers, kernel.buffers_written, kept)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     yvar, xvar = f"x{y}", f"x{x}"
     w.line(f"ynumel, xnumel = {ny}, {nx}")
     w.line(f"pid = {pid}")
@@ -472,6 +472,20 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
                         "\n".join([header] + w.lines), outs)
 
 
+def finish_reduction(w: ValueWriter, red: L.Reduction, acc_dtype: np.dtype, result: str, rnumel: object) -> str:
+    """A row's accumulated ``result`` (a name, in ``acc_dtype``) made the reduction's
+    value: a mean divided by the count in the accumulator's dtype (as np.mean;
+    correctly rounded), then cast to the reduction's dtype.  Returns the name
+    holding it (``result``, rewritten in place)."""
+    if red.reduction_type == "mean":
+        divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
+        count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
+        w.line(f"{result} = " + divide.format(result, count))
+    if red.dtype != acc_dtype:
+        w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
+    return result
+
+
 def is_persistent(rnumel: object) -> bool:
     """Whether a row fits one block; a symbolic length is walked (the looped form)."""
     return not is_symbolic(rnumel) and rnumel <= PERSISTENT_MAX
@@ -483,7 +497,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
     w = ValueWriter(buffers, kernel.buffers_written, kept)
     xnumel, rnumel = math.prod(kernel.ranges), math.prod(kernel.reduction_ranges)
     persistent = is_persistent(rnumel)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {xnumel}")
     w.line(f"rnumel = {rnumel}")
     w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
@@ -541,14 +555,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
             # NumPy's sum starts from +0.0, so a row of negative zeros sums to +0.0;
             # a tree of their sums alone would keep -0.0 (a looped row starts from 0).
             w.line(f"{result} = tl.where({result} == 0, 0.0, {result})")
-        if red.reduction_type == "mean":
-            # As np.mean: the sum divided by the count in the accumulator's dtype.
-            divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
-            count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
-            w.line(f"{result} = " + divide.format(result, count))
-        if red.dtype != acc_dtype:
-            w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
-        w.store(store.buffer, identity, result, "[XBLOCK, 1]", "xmask")
+        w.store(store.buffer, identity, finish_reduction(w, red, acc_dtype, result, rnumel), "[XBLOCK, 1]", "xmask")
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[XBLOCK, 1]", "xmask")
     outs = stored(kernel, kept)
