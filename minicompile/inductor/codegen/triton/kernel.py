@@ -6,14 +6,15 @@ In:  a :class:`~minicompile.inductor.scheduler.Schedule` (the same kernels the
      (:mod:`.matmul`), runs of kernels over the same rows into
      ``RowGroup`` steps (:mod:`.rows`).
 Out: the writers of the loop kernels (:func:`pointwise_kernel`,
-     :func:`tiled_pointwise_kernel`, :func:`reduction_kernel`), each returning a
+     :func:`tiled_pointwise_kernel`, :func:`reduction_kernel`; short rows:
+     :func:`.unrolled.unrolled_reduction_kernel`), each returning a
      :class:`TritonKernel` (its name, the buffers it takes in parameter order,
      its grid rule and the block sizes worth trying), the helpers the matmul
      template and the row groups write theirs with, and :class:`TritonModule`,
      the module source with its kernels, which :func:`.compile.generate`
      assembles.
 
-Three kernel shapes, named as TorchInductor names them:
+Four kernel shapes, the first three named as TorchInductor names them:
 
 * ``triton_poi_*`` — pointwise: the output's loops flattened into one index,
   cut into blocks of ``XBLOCK`` elements; a mask covers the tail block.
@@ -29,6 +30,12 @@ Three kernel shapes, named as TorchInductor names them:
   pointwise epilogues use the result in registers.
 * ``triton_red_*`` — looped reduction: rows too long for one block are walked
   ``RBLOCK`` at a time into a tile of partial accumulators, reduced at the end.
+* ``triton_unr_*`` — unrolled reduction (written by :mod:`.unrolled`): a row of
+  at most ``UNROLL_MAX`` elements, of static length, is written out — a 1-D
+  block of ``XBLOCK`` outputs, one term per row element with the reduction
+  variables as constants, combined per lane (no ``RBLOCK``, no cross-lane
+  reduction, loads contiguous along the outputs); the depthwise convolution's
+  3x3 windows take this form.  Argmax/argmin keep the persistent form.
 
 Shapes and strides are baked in as literals (the guards promise them), so
 every loop bound is a compile-time constant — except for a dynamic-shape
@@ -141,7 +148,7 @@ class TritonKernel:
     """
 
     name: str
-    kind: str  # "pointwise" | "tiled" | "persistent" | "looped" | "matmul"
+    kind: str  # "pointwise" | "tiled" | "persistent" | "looped" | "unrolled" | "matmul"
     params: list[str]  # buffers, in parameter order
     grid: tuple
     configs: list[dict[str, int]]
