@@ -247,9 +247,10 @@ def compiled_kernels(fn, *args):
     return _compile(fn, args).kernels
 
 
-def test_reduction_epilogue_shares_the_kernel():
-    cg = _compile(lambda x: np.sqrt(x.sum(axis=1) + 1.0), (np.ones((5, 9), np.float32),))
-    assert len(cg.kernels) == 1 and cg.kernels[0].startswith("g0_triton_per_fused_sum_add_sqrt")
+@pytest.mark.parametrize("length, kind", [(9, "unr"), (40, "per")])  # a short row is written out
+def test_reduction_epilogue_shares_the_kernel(length, kind):
+    cg = _compile(lambda x: np.sqrt(x.sum(axis=1) + 1.0), (np.ones((5, length), np.float32),))
+    assert len(cg.kernels) == 1 and cg.kernels[0].startswith(f"g0_triton_{kind}_fused_sum_add_sqrt")
 
 
 def test_names_and_source_are_deterministic():

@@ -12,7 +12,8 @@ The pipeline is every backend's up to the schedule (the graph passes of
 Triton form becoming Externs (:func:`schedule_for_triton`); then matmuls become
 templates with their epilogues fused (:mod:`.matmul`), kernels over the same
 rows become one persistent kernel (:mod:`.rows`), kernels are generated (:func:`generate`: the
-template, the row groups, and the loop kernels of :mod:`.kernel`) and a Python
+template, the row groups, the loop kernels of :mod:`.kernel`, short reductions written out by
+:mod:`.unrolled`) and a Python
 wrapper is written (:mod:`.wrapper`) that allocates every buffer (``np.empty`` or
 ``cupy.empty``), launches the kernels in order and runs Externs.  An Extern
 is the op's NumPy reference, written for any array module: given CuPy arrays,
@@ -46,6 +47,7 @@ from .attention_backward import AttentionGradTemplate, attention_grad_kernel, ba
 from .matmul import MatmulTemplate, fuse_matmul_epilogues, matmul_kernel
 from .rows import RowGroup, fuse_rows, row_kernel, step_reads
 from .scatter import ScatterTemplate, scatter_add_templates, scatter_kernel
+from .unrolled import unrolled_reduction_kernel, unrolls
 from .wrapper import WrapperWriter
 
 
@@ -229,7 +231,10 @@ def generate(schedule: Schedule) -> TritonModule:
         elif isinstance(step, Kernel):
             if 0 in step.ranges:
                 continue  # an empty output: nothing to compute
-            if step.reductions:
+            if step.reductions and unrolls(step):
+                tk = unrolled_reduction_kernel(step, kernel_name("unr", index, step.origins, op_of, prefix),
+                                               schedule.buffers, kept[step.name])
+            elif step.reductions:
                 kind = "per" if is_persistent(math.prod(step.reduction_ranges)) else "red"
                 tk = reduction_kernel(step, kernel_name(kind, index, step.origins, op_of, prefix), schedule.buffers,
                                       kept[step.name])

@@ -6,14 +6,15 @@ In:  a :class:`~minicompile.inductor.scheduler.Schedule` (the same kernels the
      (:mod:`.matmul`), runs of kernels over the same rows into
      ``RowGroup`` steps (:mod:`.rows`).
 Out: the writers of the loop kernels (:func:`pointwise_kernel`,
-     :func:`tiled_pointwise_kernel`, :func:`reduction_kernel`), each returning a
+     :func:`tiled_pointwise_kernel`, :func:`reduction_kernel`; short rows:
+     :func:`.unrolled.unrolled_reduction_kernel`), each returning a
      :class:`TritonKernel` (its name, the buffers it takes in parameter order,
      its grid rule and the block sizes worth trying), the helpers the matmul
      template and the row groups write theirs with, and :class:`TritonModule`,
      the module source with its kernels, which :func:`.compile.generate`
      assembles.
 
-Three kernel shapes, named as TorchInductor names them:
+Four kernel shapes, the first three named as TorchInductor names them:
 
 * ``triton_poi_*`` — pointwise: the output's loops flattened into one index,
   cut into blocks of ``XBLOCK`` elements; a mask covers the tail block.
@@ -29,6 +30,12 @@ Three kernel shapes, named as TorchInductor names them:
   pointwise epilogues use the result in registers.
 * ``triton_red_*`` — looped reduction: rows too long for one block are walked
   ``RBLOCK`` at a time into a tile of partial accumulators, reduced at the end.
+* ``triton_unr_*`` — unrolled reduction (written by :mod:`.unrolled`): a row of
+  at most ``UNROLL_MAX`` elements, of static length, is written out — a 1-D
+  block of ``XBLOCK`` outputs, one term per row element with the reduction
+  variables as constants, combined per lane (no ``RBLOCK``, no cross-lane
+  reduction, loads contiguous along the outputs); the depthwise convolution's
+  3x3 windows take this form.  Argmax/argmin keep the persistent form.
 
 Shapes and strides are baked in as literals (the guards promise them), so
 every loop bound is a compile-time constant — except for a dynamic-shape
@@ -141,7 +148,7 @@ class TritonKernel:
     """
 
     name: str
-    kind: str  # "pointwise" | "tiled" | "persistent" | "looped" | "matmul"
+    kind: str  # "pointwise" | "tiled" | "persistent" | "looped" | "unrolled" | "matmul"
     params: list[str]  # buffers, in parameter order
     grid: tuple
     configs: list[dict[str, int]]
@@ -361,7 +368,7 @@ def index_vars(writer: ValueWriter, prefix: str, ranges: tuple[int, ...], flat: 
         writer.line(f"{var.name} = {expr}")
 
 
-def _needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
+def needs_int64(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
     touched = [buffers[b].numel for b in buffers]
     if is_symbolic(touched) or is_symbolic(kernel.work):
         return True  # sizes known at run time: 64-bit indices, right for any of them
@@ -386,7 +393,7 @@ def pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
                      kept: frozenset[str] = frozenset()) -> TritonKernel:
     w = ValueWriter(buffers, kernel.buffers_written, kept)
     numel = math.prod(kernel.ranges)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {numel}")
     w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)")
     w.line("xmask = xindex < xnumel")
@@ -447,7 +454,7 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
     ny, nx = kernel.ranges[y], kernel.ranges[x]
     outer_ranges = tuple(1 if i in axes else n for i, n in enumerate(kernel.ranges))
     w = ValueWriter(buffers, kernel.buffers_written, kept)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     yvar, xvar = f"x{y}", f"x{x}"
     w.line(f"ynumel, xnumel = {ny}, {nx}")
     w.line(f"pid = {pid}")
@@ -472,6 +479,20 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
                         "\n".join([header] + w.lines), outs)
 
 
+def finish_reduction(w: ValueWriter, red: L.Reduction, acc_dtype: np.dtype, result: str, rnumel: object) -> str:
+    """A row's accumulated ``result`` (a name, in ``acc_dtype``) made the reduction's
+    value: a mean divided by the count in the accumulator's dtype (as np.mean;
+    correctly rounded), then cast to the reduction's dtype.  Returns the name
+    holding it (``result``, rewritten in place)."""
+    if red.reduction_type == "mean":
+        divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
+        count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
+        w.line(f"{result} = " + divide.format(result, count))
+    if red.dtype != acc_dtype:
+        w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
+    return result
+
+
 def is_persistent(rnumel: object) -> bool:
     """Whether a row fits one block; a symbolic length is walked (the looped form)."""
     return not is_symbolic(rnumel) and rnumel <= PERSISTENT_MAX
@@ -483,7 +504,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
     w = ValueWriter(buffers, kernel.buffers_written, kept)
     xnumel, rnumel = math.prod(kernel.ranges), math.prod(kernel.reduction_ranges)
     persistent = is_persistent(rnumel)
-    pid = "tl.program_id(0).to(tl.int64)" if _needs_int64(kernel, buffers) else "tl.program_id(0)"
+    pid = "tl.program_id(0).to(tl.int64)" if needs_int64(kernel, buffers) else "tl.program_id(0)"
     w.line(f"xnumel = {xnumel}")
     w.line(f"rnumel = {rnumel}")
     w.line(f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
@@ -541,14 +562,7 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
             # NumPy's sum starts from +0.0, so a row of negative zeros sums to +0.0;
             # a tree of their sums alone would keep -0.0 (a looped row starts from 0).
             w.line(f"{result} = tl.where({result} == 0, 0.0, {result})")
-        if red.reduction_type == "mean":
-            # As np.mean: the sum divided by the count in the accumulator's dtype.
-            divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
-            count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
-            w.line(f"{result} = " + divide.format(result, count))
-        if red.dtype != acc_dtype:
-            w.line(f"{result} = {w.cast(result, acc_dtype, red.dtype)}")
-        w.store(store.buffer, identity, result, "[XBLOCK, 1]", "xmask")
+        w.store(store.buffer, identity, finish_reduction(w, red, acc_dtype, result, rnumel), "[XBLOCK, 1]", "xmask")
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[XBLOCK, 1]", "xmask")
     outs = stored(kernel, kept)

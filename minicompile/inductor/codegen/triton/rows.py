@@ -198,11 +198,7 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
             final = f"{final} + _nan_of({tile}, 1)"
         result = w.tmp("red")
         w.line(f"{result} = ({final})[:, None]")
-        if red.reduction_type == "mean":
-            divide = "tl.div_rn({0}, {1})" if acc == ops.F32 else "{0} / {1}"
-            w.line(f"{result} = " + divide.format(result, repr(float(group.cols))))
-        if red.dtype != acc:
-            w.line(f"{result} = {w.cast(result, acc, red.dtype)}")
+        tg.finish_reduction(w, red, acc, result, group.cols)
         w.mask = "xmask"
         _keep(w, store.buffer, identity, result, "[XBLOCK, 1]")
         w.mask = "xmask & rmask"
