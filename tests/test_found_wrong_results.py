@@ -4,7 +4,8 @@ Each of these once gave an answer that differed from eager NumPy without any
 error: a lost write through a view, a stale read of an argument passed twice,
 appends lost under threads, a generator or coroutine that stopped being one,
 a zero gradient for ``np.mod``, an internal error for ``np.argmax`` of a
-0-d array, and an mc.Tensor that read stale values after a write to the array it wraps.  Each runs here on eager, aot_eager, cpp and triton (Triton's
+0-d array, and an mc.Tensor that read stale values after a write to the array
+it wraps.  Each runs here on eager, aot_eager, cpp and triton (Triton's
 interpreter for NumPy arrays), comparing the result and every argument.
 The classes they belong to are covered more widely by the generators in
 tests/dynamo/test_mutation_programs.py and the corpora beside it.
