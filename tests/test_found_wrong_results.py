@@ -3,8 +3,9 @@
 Each of these once gave an answer that differed from eager NumPy without any
 error: a lost write through a view, a stale read of an argument passed twice,
 appends lost under threads, a generator or coroutine that stopped being one,
-a zero gradient for ``np.mod``, and an internal error for ``np.argmax`` of a
-0-d array.  Each runs here on eager, aot_eager, cpp and triton (Triton's
+a zero gradient for ``np.mod``, an internal error for ``np.argmax`` of a
+0-d array, and an mc.Tensor that read stale values after a write to the array
+it wraps.  Each runs here on eager, aot_eager, cpp and triton (Triton's
 interpreter for NumPy arrays), comparing the result and every argument.
 The classes they belong to are covered more widely by the generators in
 tests/dynamo/test_mutation_programs.py and the corpora beside it.
@@ -552,3 +553,78 @@ def test_prods_gradient_is_finite_and_right_at_zeros(backend, form):
         run(t).backward()
         assert np.isfinite(t.grad).all()
         np.testing.assert_allclose(t.grad, expected, rtol=1e-6, atol=1e-6)
+
+
+def write_then_read_a_tensor(t, y):
+    y += 1                     # y is t's memory (or a copy of it)
+    return (t * 2).sum()
+
+
+def read_write_read_a_tensor(t, y):
+    s = (t * t).sum()
+    y[0] = 100.0
+    return s + np.exp(t).sum()
+
+
+def write_through_data_then_read(t, y):
+    x = t.data                 # t's own memory, written below
+    x += y
+    return t * 2
+
+
+def tensors_over_views_in_a_list(ts, y):
+    y[1:] *= 3.0               # y is the base of both tensors' data (or a copy of it)
+    return ts[0] * ts[1] + y[:3]
+
+
+def _wrapped(requires_grad: bool = False, view: bool = False):
+    def make(alias):
+        a = np.arange(1.0, 5.0)
+        y = a if alias else a.copy()
+        return (mc.Tensor(a[1:] if view else a, requires_grad=requires_grad), y)
+    return make
+
+
+def _in_a_list(alias):
+    a = np.arange(1.0, 5.0)
+    y = a if alias else a.copy()
+    return ([mc.Tensor(a[:3]), mc.Tensor(a[1:])], y)
+
+
+TENSOR_ALIASING = {
+    "write_then_read": (write_then_read_a_tensor, _wrapped()),
+    "write_then_read_a_view": (write_then_read_a_tensor, _wrapped(view=True)),
+    "read_write_read_with_grad": (read_write_read_a_tensor, _wrapped(requires_grad=True)),
+    "write_through_data": (write_through_data_then_read, _wrapped()),
+    "tensors_in_a_list": (tensors_over_views_in_a_list, _in_a_list),
+}
+
+
+def _contents(value):
+    if isinstance(value, (list, tuple)):
+        return [_contents(v) for v in value]
+    return np.array(value.data if isinstance(value, mc.Tensor) else value).tolist()
+
+
+@pytest.mark.parametrize("order", [(False, True), (True, False)], ids=["copy_then_alias", "alias_then_copy"])
+@pytest.mark.parametrize("name", sorted(TENSOR_ALIASING))
+def test_a_tensor_reads_the_writes_to_the_array_it_wraps(backend, name, order):
+    """``mc.Tensor(a)`` wraps ``a`` without copying.  ``f(mc.Tensor(a), a)`` writing ``a`` and
+    then reading the tensor read the values from before the write: the tensor's data was in no
+    alias group of the arguments.  Now a write into a tensor's memory breaks the graph (runs the
+    frame as Python where a gradient is wanted), guarded on the sharing both ways, so one
+    compiled function serves calls with and without it."""
+    fn, make = TENSOR_ALIASING[name]
+    compiled = mc.compile(fn, backend=backend)
+    for alias in order:
+        want_args, got_args = make(alias), make(alias)
+        want = fn(*want_args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = compiled(*got_args)
+        assert _contents(got) == _contents(want), (alias, got, want)
+        assert _contents(got_args) == _contents(want_args), alias
+        if isinstance(want, mc.Tensor) and want.requires_grad:
+            want.backward()
+            got.backward()
+            np.testing.assert_allclose(got_args[0].grad, want_args[0].grad, rtol=1e-12)

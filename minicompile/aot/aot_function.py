@@ -41,6 +41,13 @@ class AotFunction:
         self.backward_graph_id: graph_id.GraphId | None = None
         self.requires_grad = [isinstance(x, Tensor) and x.requires_grad for x in example_inputs]
         self.graph = graph
+        # Outputs no tensor input reaches are plain arrays, as eager NumPy's ``a * 2`` is
+        # beside ``t * 2``: handed back as the backend made them, not as tensors.
+        tensor_nodes = {p for p, x in zip(graph.placeholders, example_inputs) if isinstance(x, Tensor)}
+        for node in graph.nodes:
+            if node.kind == "call" and any(i in tensor_nodes for i in node.inputs):
+                tensor_nodes.add(node)
+        self.plain = [isinstance(o, ir.Node) and o not in tensor_nodes for o in graph.outputs]
         arrays = [_data(x) for x in example_inputs]
         if any(self.requires_grad):
             # The backend's pre-grad pass (the Triton backend's attention): ops whose own
@@ -63,14 +70,14 @@ class AotFunction:
         outputs = self.forward(*arrays)
         if self.partition is None or not grad_enabled():
             n = len(self.graph.outputs)
-            return tuple(Tensor(o) for o in outputs[:n])
+            return tuple(o if plain else Tensor(o) for o, plain in zip(outputs[:n], self.plain))
         n = self.joint.num_forward_outputs
         forward_outputs, saved = outputs[:n], outputs[n:]
         tensors = {i: x for i, (x, r) in enumerate(zip(inputs, self.requires_grad)) if r}
         results = []
         for k, (out, has_tangent) in enumerate(zip(forward_outputs, self.joint.output_has_tangent)):
             if not has_tangent:
-                results.append(Tensor(out))
+                results.append(out if k < len(self.plain) and self.plain[k] else Tensor(out))
                 continue
             node = TapeNode("compiled", {}, tensors, as_array(out),
                             backward=self._backward_for(k, saved, forward_outputs))

@@ -144,6 +144,8 @@ class Storage:
         # For the result of such a reshape: (the array reshaped, the step), which
         # the code after the graph replays on the real array, so NumPy decides.
         self.maybe_view: tuple[Any, ViewStep] | None = None
+        # For an mc.Tensor argument: the tensor, whose data is ``value`` (see Functionalizer.input).
+        self.tensor: Any = None
 
     def resolve(self) -> tuple["Storage", tuple[ViewStep, ...]]:
         return self.forward if self.forward is not None else (self, ())
@@ -357,9 +359,24 @@ class Functionalizer:
         every earlier input whose memory it may share)."""
         from .variables.arrays import ArrayVariable
 
-        if _is_tensor(value) or scalar:
-            # An mc.Tensor: no storage (its writes are the tape's: capture breaks at them).
-            return ArrayVariable(node, source, scalar=scalar)
+        if scalar:
+            return ArrayVariable(node, source, scalar=True)
+        if _is_tensor(value):
+            # An mc.Tensor: its variable has no storage (its writes are the tape's: capture
+            # breaks at them).  Its data is memory all the same, which an array argument
+            # (``f(mc.Tensor(a), a)``), ``t.data`` or another tensor may share: a storage
+            # stands for it in their alias group, so that a write into the group is refused
+            # (see ``mutate``), and a write elsewhere is guarded not to reach it.
+            storage = Storage(self, node, source, value.data, None)
+            storage.tensor = value
+            for other in self.inputs:
+                if other.value is not None and may_share_memory(value.data, other.value):
+                    if other.group.root is not None or any(s.written for s in other.group.members):
+                        self._refuse_tensor_write(storage, other, f"{source} is read after a write to "
+                                                  f"{other.source}, whose memory its data shares")
+                    self._join(storage, other)
+            self.inputs.append(storage)
+            return ArrayVariable(node, source)
         shape = node.meta.shape
         layout = tuple(value.strides) if _static(shape) else "C"
         storage = Storage(self, node, source, value, layout)
@@ -475,6 +492,10 @@ class Functionalizer:
             raise Unsupported(f"{what} writes to an array that a reshape of unknown memory layout may "
                               "or may not share (NumPy decides by the layout an earlier op chose)",
                               resumable=False)
+        tensor = next((s for s in storage.group.members if s.tensor is not None), None)
+        if tensor is not None:
+            self._refuse_tensor_write(tensor, storage, f"{what} writes memory that the mc.Tensor "
+                                                          f"{tensor.source} shares")
         if self.output.loop_scope is not None:  # a loop body may write only what it carries
             self.output.loop_scope.check_write(storage, what)
         if len(storage.group.members) > 1 and storage.group.root is None:
@@ -495,6 +516,22 @@ class Functionalizer:
         var.set_node(new, root)  # what it was given: no replay needed to read it back
 
     # -- aliases ------------------------------------------------------------------------------
+
+    def _refuse_tensor_write(self, tensor: Storage, written: Storage, why: str) -> None:
+        """A write into memory an mc.Tensor argument's data shares (``f(mc.Tensor(a), a)``
+        writing ``a``): eager's tensor reads whatever the memory holds when it reads it,
+        and its tape keeps references to that memory.  The graph does not follow that:
+        it breaks here, so the write runs in CPython and what follows is traced again on
+        the memory as it then is; the whole frame runs as Python where a gradient is
+        wanted (the tape's saved arrays see a later write, a compiled region's would
+        not).  A guard says the memory is shared (where the two overlap directly, not
+        through a third argument), so a call without the sharing gets a capture of its
+        own, whose guards refuse the sharing (``install_guards``)."""
+        if may_share_memory(tensor.value, written.value):
+            a, b = tensor.source.expr, written.source.expr
+            self.output.guards.add(tensor.source, f"___may_share({a}, {b})", f"___may_share({a}, {b})", None)
+        raise Unsupported(f"{why} (eager's tensor reads the memory as it is then)",
+                          resumable=not self.output.gradients_wanted)
 
     def _join(self, storage: Storage, other: Storage) -> None:
         """``storage`` (a new input) may share memory with ``other``: one group.

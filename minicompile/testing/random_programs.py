@@ -35,6 +35,11 @@ returned.  The options turn on what compiled code gets wrong most easily:
 * ``aliasing`` — arguments that alias in every way NumPy allows: the same
   array twice, overlapping and disjoint views of one base, a view with its
   base, a transposed view, a 0-d view, containers sharing an argument;
+* ``tensors`` — (with ``aliasing``) ``mc.Tensor`` arguments, which wrap their
+  array without copying: over another argument's array, a view of one of its
+  bases, or an array of their own, alone or in a container; statements read them
+  (``r3 = t * 1``), after the writes into the memory they share, and the result
+  returns one such read now and then;
 * ``raising`` — now and then a last statement NumPy refuses (``int_array +=
   1.5``, a write into ``broadcast_to``): the compiled function must raise the
   same exception type and leave the arguments as NumPy leaves them.
@@ -56,8 +61,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from .statements import (BREAKS_THE_GRAPH, NAMESPACE, SHAPES, DTYPES, STATEMENT_KINDS, WRITES, array_paths,
-                         draw_call, draw_return, draw_statement, draw_values, in_bounds, keeps, quietly)
+from .statements import (BREAKS_THE_GRAPH, NAMESPACE, SHAPES, DTYPES, STATEMENT_KINDS, WRITES, Box, array_paths,
+                         draw_call, draw_return, draw_statement, draw_values, in_bounds, keeps, new_name, quietly)
 from .strategies import array_literal
 
 # How often a statement NumPy refuses is kept (as the last one): about one program in eight raises.
@@ -137,23 +142,42 @@ def draw_view_of(draw, args: Args, base: str) -> str:
     return view if args.evaluates(view) else base
 
 
+def draw_tensor(draw, args: Args) -> str:
+    """``mc.Tensor(x)`` (no copy: its data is ``x``) over another argument's array,
+    a view of a base, or a base of its own."""
+    choice = draw(st.integers(0, 3))
+    if choice <= 1 and args.arrays:
+        inner = draw(st.sampled_from(args.arrays))
+    elif choice == 2 and args.bases:
+        inner = draw_view_of(draw, args, draw(st.sampled_from(args.bases)))
+    else:
+        inner = args.new_base(draw)
+    return f"mc.Tensor({inner})"
+
+
 @st.composite
-def arguments(draw, aliasing: bool = True) -> tuple[list[str], Args]:
+def arguments(draw, aliasing: bool = True, tensors: bool = False) -> tuple[list[str], Args]:
     """Parameter names and the make_args() that builds them: arrays (views of a base
     of their own, now and then), 0-d views, a list, a dict and a :class:`Box` of
     arrays; with ``aliasing``, also the same array twice, views of one base, and
-    container members that are other arguments."""
+    container members that are other arguments; with ``tensors`` too, mc.Tensor
+    wrappers of such arrays (see :func:`draw_tensor`), as arguments and members."""
     args = Args()
     params: list[str] = []
     n_params = draw(st.integers(1, 4))
     kinds = ["array", "array", "same", "view", "pair", "pair", "zero_d", "list", "dict", "box"]
     if not aliasing:
         kinds = [k for k in kinds if k not in ("same", "view", "pair")]
+    tensors = tensors and aliasing
+    if tensors:
+        kinds += ["tensor"]
     while len(args.exprs) < n_params:
         kind = draw(st.sampled_from(kinds))
         if kind in ("same", "view") and not args.arrays:
             kind = "array"
         prefix = {"list": "lst", "dict": "dct", "box": "obj"}.get(kind)
+        if kind == "tensor":
+            prefix = "t" if "t" not in params else "u"
         if prefix in params:  # one container of each kind keeps names readable
             kind, prefix = "array", None
         if kind == "array":
@@ -173,6 +197,8 @@ def arguments(draw, aliasing: bool = True) -> tuple[list[str], Args]:
             if not args.evaluates(f"({first}, {second})"):
                 first, second = base, f"{base}[::-1]"
             items = [first, second][: n_params - len(args.exprs)]
+        elif kind == "tensor":
+            items = [draw_tensor(draw, args)]
         elif kind == "zero_d":
             base = args.new_base(draw, shape=draw(st.sampled_from([(), (3,), (2, 2)])))
             ndim = args.ndims[base]
@@ -180,7 +206,9 @@ def arguments(draw, aliasing: bool = True) -> tuple[list[str], Args]:
         else:
             members = []
             for _ in range(draw(st.integers(1, 3))):
-                if aliasing and args.arrays and draw(st.integers(0, 2)) == 0:
+                if tensors and draw(st.integers(0, 3)) == 0:
+                    members.append(draw_tensor(draw, args))
+                elif aliasing and args.arrays and draw(st.integers(0, 2)) == 0:
                     members.append(draw(st.sampled_from(args.arrays)))  # shared with another argument
                 else:
                     base = args.new_base(draw)
@@ -232,7 +260,9 @@ class Program:
     def make_args(self, variant: str = "aliased") -> tuple[tuple, list[np.ndarray]]:
         """Fresh arguments and the bases they view.  ``"separate"``: each argument is a
         deep copy of its own, so no two arguments alias (a container's members may)."""
-        namespace = dict(NAMESPACE)
+        import minicompile as mc  # (mc.Tensor arguments; imported late: minicompile imports this module)
+
+        namespace = dict(NAMESPACE, mc=mc)
         exec(compile(self.args_source, "<make_args>", "exec"), namespace)
         args, bases = namespace["make_args"]()
         if variant == "separate":
@@ -292,11 +322,30 @@ class State:
         # target of ``t op= v`` too (``np.zeros(2) += 1`` is a SyntaxError).
         return array_paths(self.env, self.names) or [("np.zeros(2)[...]", np.zeros(2))]
 
+    def tensors(self) -> list[str]:
+        """Paths of the mc.Tensor values: ``t``, ``lst[1]``, ``dct['w']``, ``obj.g``."""
+        found = []
+        for name in self.names:
+            value = self.env[name]
+            if _is_tensor(value):
+                found.append(name)
+            elif isinstance(value, list):
+                found += [f"{name}[{i}]" for i, v in enumerate(value) if _is_tensor(v)]
+            elif isinstance(value, dict):
+                found += [f"{name}[{k!r}]" for k, v in value.items() if _is_tensor(v)]
+            elif isinstance(value, Box):
+                found += [f"{name}.{k}" for k, v in vars(value).items() if _is_tensor(v)]
+        return found
+
     def scalars(self) -> list[str]:
         return [k for k in self.names if isinstance(self.env[k], (float, int, np.generic))
                 and not isinstance(self.env[k], bool)]
 
 
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value).__name__ == "Tensor" and type(value).__module__.endswith("aot.tensor")
 
 
 # ---------------------------------------------------------------------------
@@ -306,19 +355,30 @@ class State:
 
 @st.composite
 def programs(draw, *, mutation: bool = False, graph_breaks: bool = False, aliasing: bool = False,
-             raising: bool = False, min_statements: int = 3, max_statements: int = 12) -> Program:
+             raising: bool = False, tensors: bool = False, min_statements: int = 3,
+             max_statements: int = 12) -> Program:
     """A :class:`Program` of ``min_statements`` to ``max_statements`` statements;
-    ``mutation``, ``graph_breaks``, ``aliasing``, ``raising``: see the module docstring."""
+    ``mutation``, ``graph_breaks``, ``aliasing``, ``tensors``, ``raising``: see the
+    module docstring."""
     if not (mutation or graph_breaks or aliasing or raising):
         return _calls(draw, min_statements, max_statements)
     kinds = [k for k in STATEMENT_KINDS if (mutation or k not in WRITES) and (graph_breaks or k not in BREAKS_THE_GRAPH)]
-    params, args = draw(arguments(aliasing))
+    params, args = draw(arguments(aliasing, tensors))
     program = Program(params, args.source, [], None, False)
     state = State(program)
     n_statements = draw(st.integers(min_statements, max_statements))
     attempts = 0
+    reads: list[str] = []  # names of the tensors read
     while len(program.lines) < n_statements and attempts < 4 * max_statements:
         attempts += 1
+        tensor_paths = state.tensors()
+        if tensor_paths and draw(st.integers(0, 3)) == 0:  # a read of a tensor's memory as it is now
+            name = new_name(state, "r")
+            line = f"{name} = {draw(st.sampled_from(tensor_paths))} * 1"
+            if state.try_line(line) is None:
+                program.lines.append(line)
+                reads.append(name)
+            continue
         line = draw_statement(draw, state, kinds)
         error = state.try_line(line)
         if error is None:
@@ -330,6 +390,10 @@ def programs(draw, *, mutation: bool = False, graph_breaks: bool = False, aliasi
             break
     assume(len(program.lines) >= min_statements)
     program.returns = draw_return(draw, state)
+    reads = [r for r in reads if _is_tensor(state.env.get(r))]  # (not rebound since)
+    if reads and draw(st.booleans()):
+        read = draw(st.sampled_from(reads))
+        program.returns = read if program.returns in (None, "None") else f"{program.returns}, {read}"
     program.calls = draw(st.sampled_from([("aliased", "aliased"), ("aliased", "aliased"),
                                           ("separate", "aliased"), ("aliased", "separate", "aliased")]))
     return program

@@ -37,7 +37,7 @@ from minicompile.testing.statements import Box
 
 def programs(min_statements: int = 3, max_statements: int = 12):
     """Programs that mutate, alias, break the graph and now and then raise."""
-    return random_programs.programs(mutation=True, graph_breaks=True, aliasing=True, raising=True,
+    return random_programs.programs(mutation=True, graph_breaks=True, aliasing=True, raising=True, tensors=True,
                                     min_statements=min_statements, max_statements=max_statements)
 
 
@@ -199,6 +199,15 @@ def assert_same_value(actual: Any, expected: Any, outcome: Outcome, want: Outcom
             assert_same_value(actual[k], expected[e], outcome, want, exact, f"{where}[{e!r}]")
     elif isinstance(expected, Box):
         assert_same_value(vars(actual), vars(expected), outcome, want, exact, f"{where}.__dict__")
+    elif isinstance(expected, mc.Tensor):
+        # Its data: values, and which arguments' memory it is or shares; not its layout (a
+        # compiled region hands back the backend's C-contiguous buffers as tensors).
+        actual, expected, where = actual.data, expected.data, f"{where}.data"
+        assert [actual is o for o in outcome.originals] == [expected is o for o in want.originals], \
+            f"{where}: not the same argument array as NumPy's"
+        assert [np.shares_memory(actual, o) for o in outcome.originals] == \
+            [np.shares_memory(expected, o) for o in want.originals], f"{where}: shares other memory than NumPy's"
+        assert_values(actual, expected, exact, where)
     elif isinstance(expected, np.ndarray):
         identity = [i for i, o in enumerate(want.originals) if expected is o]
         got = [i for i, o in enumerate(outcome.originals) if actual is o]

@@ -130,7 +130,8 @@ DEVICE_DIVERGENT = re.compile(r"np\.(zeros|ones|full|array|empty|arange|asarray|
 
 
 def on_device(program: Program) -> bool:
-    return not any(DEVICE_DIVERGENT.search(line) for line in program.lines)
+    # (mc.Tensor arguments stay on the host: OnDevice wraps arrays only)
+    return not any(DEVICE_DIVERGENT.search(line) for line in program.lines) and "mc.Tensor(" not in program.args_source
 
 
 @pytest.mark.fuzz
@@ -322,7 +323,7 @@ def test_the_generator_draws_every_feature():
                     "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(",
                     "print(", "float(", ".item()", "bump(", "peek(", "twice(", "lst", "dct[", "obj.",
                     "Box(", "[0, 0, -1]", "dtype=np.bool", "dtype=np.int32", "dtype=np.float32",
-                    "return None"]:
+                    "return None", "mc.Tensor(", "r0 = "]:
         assert feature in text, f"no program draws {feature!r}"
     assert any(p.raises for p in drawn) and not all(p.raises for p in drawn)
     assert any("separate" in p.calls for p in drawn)
@@ -332,7 +333,9 @@ def test_the_generator_draws_every_feature():
                      r"(b\d+)\[:-1\], \1\[1:\]",  # overlapping views
                      r"(b\d+), \1(\[|\.T)", r"(b\d+)(\[::2\]|\.T), \1[,)]",  # a view and its base
                      r"(b\d+)\[:2\], \1\[2:\]",  # disjoint views
-                     r"\[0, \.\.\.\]"]:  # a 0-d view
+                     r"\[0, \.\.\.\]",  # a 0-d view
+                     r"(b\d+), .*mc\.Tensor\(\1\)",  # an array and a tensor over it
+                     r"[\[=:] ?mc\.Tensor\("]:  # a tensor in a container
         assert any(re.search(aliasing, line) for line in returned), f"no arguments alias as {aliasing}"
     assert 3 <= min(len(p.lines) for p in drawn) and max(len(p.lines) for p in drawn) <= 12
 
