@@ -1,0 +1,245 @@
+"""Softmax attention as one generated C++ kernel (FlashAttention's forward pass on the CPU).
+
+In:  an ``attention`` :class:`~minicompile.inductor.loop_ir.Extern` (``inductor/fuse_attention.py``
+     made the NumPy program ``softmax(where(mask, q @ kt * c, fill)) @ v`` one node of the
+     ``attention`` op, ``ir/ops/linalg.py``) and the schedule it is a step of.
+Out: :func:`generate` returns the C++ of its ``extern "C"`` function ``attn_<node>`` (and the
+     ``_obj`` entry taking NumPy arrays) with the buffers it takes, in order — or None, and
+     :func:`why_not` says why, when the node keeps its NumPy reference;
+     :func:`describe` gives the schedule's line for each.
+
+The kernel itself is hand-written, ``include/mc_attention.h``: blocks of query rows
+spread over the OpenMP threads, each walking tiles of ``kᵀ`` and ``v`` with an online
+softmax (the running maximum, the running sum, the accumulator rescaled when the
+maximum grows), so the ``M x N`` scores never exist in memory; tiles the mask hides
+entirely are skipped where that is exact (the upper half of a causal mask).  The
+generated function only instantiates it: sizes, each operand's strides, the scale and
+the fill as constants, and a lambda giving each batch matrix's offsets (a batch axis an
+operand broadcasts along has stride 0, so a ``[S, S]`` mask serves every head).
+
+Operands are read where they lie: a buffer, or a view of one at fixed strides
+(``k.swapaxes(-1, -2)``, a slice, a transpose) is read through those strides from the
+buffer itself.  A view at no fixed strides (a reshape of a transpose) is made
+contiguous by the wrapper first, as for the generated GEMM (:mod:`.matmul`).
+What stays NumPy's, with the reason in the schedule: sizes only known at run time
+(dynamic shapes; the kernel bakes them in), dtypes other than float32/float64 (float16
+has no vector exp here) or mixed ones, and empty arrays.  Inductor's counterpart is its
+SDPA pattern (``fuse_attention.py``) calling ATen's flash attention for CPU.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .... import config
+from ....ir.symbolic import SymbolicUnsupported, is_symbolic
+from ... import loop_ir as L
+from ...lowering import Unsupported, lower
+from .ops import ARRAY_DATA_OFFSET, ctype, literal
+
+HEADER = "mc_attention.h"
+DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Below this many multiply-adds the attention runs on one thread.
+PARALLEL_MIN_WORK = 1 << 16
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How the kernel reads one operand: ``array`` (a buffer, or a view the wrapper makes
+    contiguous) at ``offset`` plus ``strides`` (elements, one per axis of ``shape``)."""
+
+    array: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+
+def kernel_name(ext: L.Extern, schedule) -> str:
+    """The generated function of attention ``ext``: ``attn_<node>``, after the graph's prefix."""
+    return f"{schedule.name_prefix}attn_{ext.name}"
+
+
+def _strided(name: str, schedule) -> Operand | None:
+    """``name`` as a buffer read at fixed strides: the buffer itself, or a chain of views of
+    one whose index is affine in the view's loop variables (no division or remainder);
+    None for any other view and for symbolic sizes."""
+    if name in schedule.buffers:
+        buf = schedule.buffers[name]
+        if is_symbolic(buf.shape) or is_symbolic(buf.strides):
+            return None
+        return Operand(name, tuple(buf.shape), tuple(buf.strides))
+    node = next((n for n in schedule.graph.nodes if n.name == name), None)
+    if node is None or node.kind != "call" or is_symbolic(node.shape):
+        return None
+    try:
+        low = lower(node)
+    except (Unsupported, SymbolicUnsupported):
+        return None
+    if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
+        return None
+    source = _strided(low.body.buffer, schedule)
+    if source is None:
+        return None
+    flat = L.linearize(low.body.index, source.strides) + source.offset
+    if not all(isinstance(atom, L.Var) and isinstance(c, int) for atom, c in flat.terms):
+        return None
+    strides = tuple(flat.coeff(v) if n != 1 else 0 for v, n in zip(low.vars, node.shape))
+    return Operand(source.array, tuple(node.shape), strides, flat.const)
+
+
+def _operand(name: str, schedule) -> Operand | None:
+    """``name`` at strides (:func:`_strided`), else the view itself, which the wrapper
+    copies to a contiguous array; None for sizes only known at run time."""
+    found = _strided(name, schedule)
+    if found is not None:
+        return found
+    node = next((n for n in schedule.graph.nodes if n.name == name), None)
+    if node is None or is_symbolic(node.shape):
+        return None
+    return Operand(name, tuple(node.shape), L.contiguous_strides(tuple(node.shape)))
+
+
+@dataclass(frozen=True)
+class _Attention:
+    """One attention node's operands and sizes (``mask`` None: no mask)."""
+
+    q: Operand
+    kt: Operand
+    v: Operand
+    mask: Operand | None
+    scale: float | None
+    divide: bool
+    fill: float | None
+    batch_shape: tuple[int, ...]
+    m: int
+    n: int
+    d: int
+    dv: int
+    dtype: np.dtype
+
+
+def _plan(ext: L.Extern, schedule) -> tuple[_Attention | None, str]:
+    """The attention ``ext`` computes, or (None, why it keeps NumPy's reference)."""
+    if ext.op_name != "attention" or len(ext.args) != 7:
+        return None, "not an attention node"
+    q_ref, kt_ref, v_ref, mask_ref, scale, divide, fill = ext.args
+    if is_symbolic(ext.shape):
+        return None, "sizes known only at run time (the kernel bakes them in)"
+    if 0 in ext.shape:
+        return None, "an empty result"
+    if ext.dtype not in DTYPES:
+        return None, f"{ext.dtype} (the kernel is float32/float64)"
+    refs = [q_ref, kt_ref, v_ref] + ([mask_ref] if mask_ref is not None else [])
+    if not all(isinstance(r, L.BufferRef) for r in refs):
+        return None, "an operand is not an array"
+    operands = [_operand(r.name, schedule) for r in refs]
+    if any(o is None for o in operands):
+        return None, "an operand's sizes are known only at run time"
+    dtypes = [next(n.dtype for n in schedule.graph.nodes if n.name == r.name) for r in refs]
+    if any(dt != ext.dtype for dt in dtypes[:3]) or (mask_ref is not None and dtypes[3] != np.bool_):
+        return None, f"mixed dtypes ({', '.join(str(dt) for dt in dtypes)})"
+    q, kt, v = operands[:3]
+    if 0 in q.shape or 0 in kt.shape or 0 in v.shape:
+        return None, "an empty operand"
+    m, dv = ext.shape[-2:]
+    return _Attention(q, kt, v, operands[3] if mask_ref is not None else None, scale, bool(divide), fill,
+                      tuple(ext.shape[:-2]), m, kt.shape[-1], kt.shape[-2], dv, ext.dtype), ""
+
+
+def why_not(ext: L.Extern, schedule) -> str:
+    """Why attention ``ext`` keeps NumPy's reference ('' when it is generated)."""
+    return _plan(ext, schedule)[1]
+
+
+def _matrix_strides(o: Operand) -> tuple[int, int]:
+    """The strides of the last two axes (0 where an axis has size 1 or is missing)."""
+    shape, strides = (1, 1) + o.shape, (0, 0) + o.strides
+    return (strides[-2] if shape[-2] != 1 else 0), (strides[-1] if shape[-1] != 1 else 0)
+
+
+def _batch_offset(o: Operand, batch_shape: tuple[int, ...], index: list[str]) -> str:
+    """C++ for the offset of the operand's matrix at the batch index ``index`` (one
+    variable per batch axis; an axis of size 1 in the operand broadcasts: stride 0)."""
+    terms = [str(o.offset)] if o.offset else []
+    lead, lead_strides = o.shape[:-2], o.strides[:-2]
+    for i in range(len(batch_shape)):
+        j = i - (len(batch_shape) - len(lead))
+        if j >= 0 and lead[j] != 1 and lead_strides[j] != 0:
+            terms.append(f"{index[i]} * {lead_strides[j]}")
+    return " + ".join(terms) or "0"
+
+
+def _threads(work: int) -> str:
+    return (str(config.num_threads) if config.num_threads > 0 else "0") if work >= PARALLEL_MIN_WORK else "1"
+
+
+def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> tuple[str, list[str]] | None:
+    """The C++ of attention ``ext`` — ``attn_<node>(q, kt, v[, mask], out, sizes...)`` and its
+    ``_obj`` entry — and the arrays it takes, in order; None when it keeps NumPy's
+    reference (:func:`why_not`)."""
+    a, _ = _plan(ext, schedule)
+    if a is None:
+        return None
+    name, t = kernel_name(ext, schedule), ctype(a.dtype)
+    operands = [("q", a.q), ("kt", a.kt), ("v", a.v)] + ([("mask", a.mask)] if a.mask else [])
+    params = [f"const {t}* q", f"const {t}* kt", f"const {t}* v"] + (["const uint8_t* mask"] if a.mask else [])
+    params += [f"{t}* out"]
+    out = Operand(ext.name, tuple(ext.shape), L.contiguous_strides(tuple(ext.shape)))
+    batch = math.prod(a.batch_shape)
+    index = [f"i{i}" for i in range(len(a.batch_shape))]
+    unravel, inner = [], 1
+    for i in reversed(range(len(a.batch_shape))):
+        size = a.batch_shape[i]
+        unravel.insert(0, f"const int64_t {index[i]} = {f'(b / {inner})' if inner != 1 else 'b'}"
+                          + (f" % {size};" if i else ";"))
+        inner *= size
+    offsets = [f"o.{field} = {_batch_offset(o, a.batch_shape, index)};" for field, o in operands + [("out", out)]]
+    strides = {field: _matrix_strides(o) for field, o in operands + [("out", out)]}
+    strides.setdefault("mask", (0, 0))
+    scale = "" if a.scale is None else f"{'/' if a.divide else '*'} {a.scale!r}"
+    masked = "" if a.mask is None else f", where(mask, ., {a.fill!r})"
+    fill = literal(a.fill if a.mask is not None else 0.0, a.dtype)
+    lines = [
+        f'extern "C" void {name}({", ".join(params + [f"const int64_t {s}" for s in symbols])})',
+        "{",
+        f"    // out ({'x'.join(map(str, a.batch_shape)) or '1'} x {a.m} x {a.dv}) = softmax(q @ kt {scale}{masked}) @ v:"
+        f" q {a.m} x {a.d}, kt {a.d} x {a.n}, v {a.n} x {a.dv}",
+        f"    const mc_attention_problem<{t}> problem = {{",
+        f"        {batch}, {a.m}, {a.n}, {a.d}, {a.dv},  // batch, M, N, D, DV",
+        "        " + ", ".join(f"{s}" for f in ("q", "kt", "v", "mask", "out") for s in strides[f])
+        + ",  // row and column strides: q, kt, v, mask, out",
+        f"        {'true' if a.scale is not None else 'false'}, {'true' if a.divide else 'false'}, "
+        f"{'true' if a.mask is not None else 'false'},  // scaled, by a division, masked",
+        f"        {literal(a.scale if a.scale is not None else 1.0, a.dtype)}, {fill},  // scale, fill",
+        f"        {_threads(batch * a.m * a.n * (a.d + a.dv))}}};",
+        f"    mc_attention<{t}>(q, kt, v, {'mask' if a.mask else 'nullptr'}, out, problem,"
+        " [](int64_t b, mc_attention_offsets& o) {",
+        *[f"        {line}" for line in unravel],
+        *[f"        {line}" for line in offsets],
+        "    });",
+        "}",
+    ]
+    types = [p.rsplit("*", 1)[0] for p in params]
+    obj_params = ", ".join([f"void* a{i}" for i in range(len(params))] + [f"int64_t {s}" for s in symbols])
+    ptrs = [f"*({ty}**)((char*)a{i} + {ARRAY_DATA_OFFSET})" for i, ty in enumerate(types)]
+    lines.append(f'extern "C" void {name}_obj({obj_params}) {{ {name}({", ".join(ptrs + list(symbols))}); }}')
+    return "\n".join(lines), [o.array for _, o in operands] + [ext.name]
+
+
+def describe(schedule, kernel_args: dict[str, list[str]]) -> dict[str, str]:
+    """Extern name -> the schedule's line for each attention node: the generated kernel,
+    or the NumPy reference and why."""
+    lines = {}
+    for ext in schedule.steps:
+        if not isinstance(ext, L.Extern) or ext.op_name != "attention":
+            continue
+        operands = ", ".join(a.name for a in ext.args[:4] if isinstance(a, L.BufferRef))
+        if kernel_name(ext, schedule) in kernel_args:
+            lines[ext.name] = (f"{ext.name} = {kernel_name(ext, schedule)}({operands})  generated C++ flash "
+                               "attention: online softmax over tiles of kᵀ and v, the scores never stored")
+        else:
+            lines[ext.name] = (f"extern {ext.name} = np.attention(...)  the NumPy reference: "
+                               f"{why_not(ext, schedule)}")
+    return lines
