@@ -53,15 +53,17 @@ enum { MC_ATTN_VBYTES = 64, MC_ATTN_NV = 4 };
 #else
 enum { MC_ATTN_VBYTES = 32, MC_ATTN_NV = 2 };
 #endif
-enum { MC_ATTN_R = 4, MC_ATTN_BM = 64, MC_ATTN_BN = 64 };
+enum { MC_ATTN_R = 4, MC_ATTN_BM = 128, MC_ATTN_BN = 64 };
 
 typedef float mc_attn_vf __attribute__((vector_size(MC_ATTN_VBYTES)));
 typedef double mc_attn_vd __attribute__((vector_size(MC_ATTN_VBYTES)));
 typedef float mc_attn_vfu __attribute__((vector_size(MC_ATTN_VBYTES), aligned(4)));
+typedef double mc_attn_vdu __attribute__((vector_size(MC_ATTN_VBYTES), aligned(8)));
 
 template <class T> struct mc_attn_traits;
 template <> struct mc_attn_traits<float> {
     typedef mc_attn_vf vec;
+    typedef mc_attn_vfu vec_unaligned;
     static constexpr float underflow = 110.0f;  // exp(x) is +0 for x < -104 (mc_exp_f32)
     static inline float exp(float x) { return mc_exp_f32(x); }
     static inline vec fma(vec a, vec b, vec c) {
@@ -78,6 +80,7 @@ template <> struct mc_attn_traits<float> {
 };
 template <> struct mc_attn_traits<double> {
     typedef mc_attn_vd vec;
+    typedef mc_attn_vdu vec_unaligned;
     static constexpr double underflow = 750.0;  // exp(x) is +0 for x < -746 (mc_exp_f64)
     static inline double exp(double x) { return mc_exp_f64(x); }
     static inline vec fma(vec a, vec b, vec c) {
@@ -120,13 +123,20 @@ static inline void* mc_attn_scratch(size_t bytes) {
     return buf;
 }
 
+// A vector of copies of x: one broadcast (x - 0 is x for every x, -0 included, so the compiler
+// drops the subtraction; `x + 0` would turn -0 into +0, and a loop filling lanes compiles badly).
+template <class V, class T>
+static inline V mc_attn_splat(T x) {
+    return x - V{};
+}
+
 // s[0:R, 0:NV*W] (row stride ld) = qp[0:R, 0:D] (row stride D) @ kp[0:D, 0:NV*W] (row stride ld).
-template <class T>
+template <class T, int NV>
 static inline void mc_attn_scores_micro(int64_t D, const T* __restrict qp, const T* __restrict kp, T* __restrict s,
                                         int64_t ld) {
     typedef mc_attn_traits<T> X;
     typedef typename X::vec V;
-    constexpr int W = sizeof(V) / sizeof(T), R = MC_ATTN_R, NV = MC_ATTN_NV;
+    constexpr int W = sizeof(V) / sizeof(T), R = MC_ATTN_R;
     V acc[R][NV];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < NV; ++c) acc[r][c] = V{};
@@ -134,7 +144,7 @@ static inline void mc_attn_scores_micro(int64_t D, const T* __restrict qp, const
         V b[NV];
         for (int c = 0; c < NV; ++c) b[c] = *(const V*)(kp + d * ld + c * W);
         for (int r = 0; r < R; ++r) {
-            const V a = V{} + qp[r * D + d];
+            const V a = mc_attn_splat<V>(qp[r * D + d]);
             for (int c = 0; c < NV; ++c) acc[r][c] = X::fma(a, b[c], acc[r][c]);
         }
     }
@@ -142,22 +152,39 @@ static inline void mc_attn_scores_micro(int64_t D, const T* __restrict qp, const
         for (int c = 0; c < NV; ++c) *(V*)(s + r * ld + c * W) = acc[r][c];
 }
 
-// acc[0:R, 0:NC*W] (row stride lda) = acc * alpha[r] + p[0:R, 0:BN] (row stride BN) @ vp[0:BN, 0:NC*W]
-// (row stride lda).
+// The scores of one register tile of rows, columns [lo, hi) (multiples of the vector width W):
+// chunks of MC_ATTN_NV vectors, then one of the few left.
+template <class T>
+static inline void mc_attn_scores(int64_t D, const T* qp, const T* kp, T* s, int64_t lo, int64_t hi) {
+    constexpr int W = sizeof(typename mc_attn_traits<T>::vec) / sizeof(T), CW = MC_ATTN_NV * W;
+    int64_t j = lo;
+    for (; j + CW <= hi; j += CW) mc_attn_scores_micro<T, MC_ATTN_NV>(D, qp, kp + j, s + j, MC_ATTN_BN);
+    switch ((hi - j) / W) {
+        case 1: mc_attn_scores_micro<T, 1>(D, qp, kp + j, s + j, MC_ATTN_BN); break;
+        case 2: mc_attn_scores_micro<T, 2 < MC_ATTN_NV ? 2 : 1>(D, qp, kp + j, s + j, MC_ATTN_BN); break;
+        case 3: mc_attn_scores_micro<T, 3 < MC_ATTN_NV ? 3 : 1>(D, qp, kp + j, s + j, MC_ATTN_BN); break;
+        default: break;
+    }
+}
+
+// acc[0:R, 0:NC*W] (row stride lda) = acc * alpha[r] + p[0:R, lo:hi] (row stride BN) @ vp[lo:hi, 0:NC*W]
+// (row stride ldv, any alignment).
 template <class T, int NC>
-static inline void mc_attn_values_micro(const T* __restrict p, const T* __restrict vp, const T* __restrict alpha,
-                                        T* __restrict acc, int64_t lda) {
+static inline void mc_attn_values_micro(const T* __restrict p, const T* __restrict vp, int64_t ldv,
+                                        const T* __restrict alpha, T* __restrict acc, int64_t lda, int64_t lo,
+                                        int64_t hi) {
     typedef mc_attn_traits<T> X;
     typedef typename X::vec V;
+    typedef typename X::vec_unaligned VU;
     constexpr int W = sizeof(V) / sizeof(T), R = MC_ATTN_R;
     V a[R][NC];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < NC; ++c) a[r][c] = *(V*)(acc + r * lda + c * W) * alpha[r];
-    for (int64_t n = 0; n < MC_ATTN_BN; ++n) {
+    for (int64_t n = lo; n < hi; ++n) {
         V b[NC];
-        for (int c = 0; c < NC; ++c) b[c] = *(const V*)(vp + n * lda + c * W);
+        for (int c = 0; c < NC; ++c) b[c] = *(const VU*)(vp + n * ldv + c * W);
         for (int r = 0; r < R; ++r) {
-            const V x = V{} + p[r * MC_ATTN_BN + n];
+            const V x = mc_attn_splat<V>(p[r * MC_ATTN_BN + n]);
             for (int c = 0; c < NC; ++c) a[r][c] = X::fma(x, b[c], a[r][c]);
         }
     }
@@ -165,91 +192,160 @@ static inline void mc_attn_values_micro(const T* __restrict p, const T* __restri
         for (int c = 0; c < NC; ++c) *(V*)(acc + r * lda + c * W) = a[r][c];
 }
 
-// The rows [i0, i0 + MC_ATTN_BM) of batch matrix b (see the top of this file).
+// Row `mr` of the mask, columns [0, cols): the first and one past the last column it keeps
+// ({0, 0}: none); true when it keeps every one (no `where` to apply).
+static inline bool mc_attn_kept_range(const uint8_t* mr, int64_t stride, int64_t cols, int64_t* lo, int64_t* hi) {
+    bool none = true, every = true;
+    int64_t j = 0;
+    if (stride == 1) {  // 8 booleans at a time: any set, any clear (a zero byte: (w - 0x01..) & ~w & 0x80..)
+        uint64_t any = 0, zero = 0;
+        for (; j + 8 <= cols; j += 8) {
+            uint64_t w;
+            __builtin_memcpy(&w, mr + j, 8);
+            any |= w;
+            zero |= (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        }
+        none = any == 0;
+        every = zero == 0;
+    }
+    for (; j < cols; ++j) {
+        const bool keep = mr[j * stride] != 0;
+        none = none && !keep;
+        every = every && keep;
+    }
+    *lo = 0;
+    *hi = none ? 0 : cols;
+    if (none || every) return every;
+    while (!mr[*lo * stride]) ++*lo;
+    while (!mr[(*hi - 1) * stride]) --*hi;
+    return false;
+}
+
+// The rows [i0, i0 + MC_ATTN_BM) of batch matrix b (see the top of this file).  Each register
+// tile of MC_ATTN_R rows computes, in each tile of keys, only the columns between the first
+// and the last that one of its rows keeps, where the others are exactly nothing (a fill of
+// -inf, or rows whose maximum is far above the fill): the causal mask's diagonal tiles cost half.
 template <class T, class Offsets>
 static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_t* mask, T* out,
                                const mc_attention_problem<T>& pr, const Offsets& offsets, int64_t b, int64_t i0) {
     typedef mc_attn_traits<T> X;
     typedef typename X::vec V;
-    constexpr int W = sizeof(V) / sizeof(T), BM = MC_ATTN_BM, BN = MC_ATTN_BN;
+    constexpr int W = sizeof(V) / sizeof(T), BM = MC_ATTN_BM, BN = MC_ATTN_BN, R = MC_ATTN_R;
+    constexpr int G = BM / R;  // register tiles of rows per block
     const T neg_inf = -INFINITY;
     const int64_t D = pr.D, DV = pr.DV, dvp = (DV + W - 1) / W * W;  // acc and vp rows: DV padded to vectors
-    const int64_t rows = pr.M - i0 < BM ? pr.M - i0 : BM;
+    const int64_t rows = pr.M - i0 < BM ? pr.M - i0 : BM, groups = (rows + R - 1) / R;
     mc_attention_offsets o;
     offsets(b, o);
     q += o.q;
     kt += o.kt;
     v += o.v;
     out += o.out;
-    if (mask) mask += o.mask;
+    if (mask) mask += o.mask + i0 * pr.mask_row;
     // Scratch: qp [BM x D], kp [D x BN], s (then p) [BM x BN], vp [BN x dvp], acc [BM x dvp], m, l, alpha [BM].
     T* qp = (T*)mc_attn_scratch(sizeof(T) * ((size_t)BM * D + (size_t)D * BN + (size_t)BM * BN + (size_t)BN * dvp
                                              + (size_t)BM * dvp + 3 * BM) + 64);
-    T* kp = qp + BM * D;
-    kp = (T*)(((uintptr_t)kp + 63) & ~(uintptr_t)63);
+    T* kp = (T*)(((uintptr_t)(qp + BM * D) + 63) & ~(uintptr_t)63);
     T* s = kp + D * BN;
     T* vp = s + BM * BN;
     T* acc = vp + BN * dvp;
     T* m = acc + BM * dvp;
     T* l = m + BM;
     T* alpha = l + BM;
-    for (int64_t r = 0; r < BM; ++r)
-        for (int64_t d = 0; d < D; ++d) qp[r * D + d] = r < rows ? q[(i0 + r) * pr.q_row + d * pr.q_col] : T(0);
-    for (int64_t i = 0; i < BM * dvp; ++i) acc[i] = 0;
+    for (int64_t r = 0; r < groups * R; ++r) {
+        const T* src = q + (i0 + r) * pr.q_row;
+        if (r >= rows)
+            for (int64_t d = 0; d < D; ++d) qp[r * D + d] = 0;
+        else if (pr.q_col == 1)
+            for (int64_t d = 0; d < D; ++d) qp[r * D + d] = src[d];
+        else
+            for (int64_t d = 0; d < D; ++d) qp[r * D + d] = src[d * pr.q_col];
+    }
+    for (int64_t i = 0; i < groups * R * dvp; ++i) acc[i] = 0;
     for (int64_t r = 0; r < BM; ++r) {
         m[r] = neg_inf;
         l[r] = 0;
+        alpha[r] = 0;  // (rows past M: their products are computed, never stored)
     }
+    int64_t lo[G], hi[G];  // each register tile's columns to compute in this tile of keys ([lo, hi), W-aligned)
+    bool every[BM];        // the row's mask keeps every column of this tile of keys
     for (int64_t n0 = 0; n0 < pr.N; n0 += BN) {
-        const int64_t cols = pr.N - n0 < BN ? pr.N - n0 : BN;
-        if (mask) {  // a tile the mask hides entirely: skipped where that is exact
-            bool live = false;
-            for (int64_t r = 0; r < rows && !live; ++r) {
-                const uint8_t* mr = mask + (i0 + r) * pr.mask_row + n0 * pr.mask_col;
-                uint8_t any = 0;
-                for (int64_t j = 0; j < cols; ++j) any |= mr[j * pr.mask_col];
-                live = any != 0;
+        const int64_t cols = pr.N - n0 < BN ? pr.N - n0 : BN, whole = (cols + W - 1) / W * W;
+        bool any = false;
+        for (int64_t g = 0; g < groups; ++g) {
+            lo[g] = 0;
+            hi[g] = whole;
+            if (mask) {
+                int64_t a = cols, z = 0;
+                bool settled = true;  // exp(fill - m) is 0 in every row of the register tile
+                for (int64_t r = g * R; r < (g + 1) * R && r < rows; ++r) {
+                    int64_t ra, rz;
+                    every[r] = mc_attn_kept_range(mask + r * pr.mask_row + n0 * pr.mask_col, pr.mask_col, cols, &ra, &rz);
+                    if (ra < rz) {
+                        a = ra < a ? ra : a;
+                        z = rz > z ? rz : z;
+                    }
+                    settled = settled && m[r] - pr.fill > X::underflow;
+                }
+                if (pr.fill == neg_inf || settled) {  // the columns outside [a, z) add exactly nothing
+                    lo[g] = a < z ? a / W * W : 0;
+                    hi[g] = a < z ? (z + W - 1) / W * W : 0;
+                }
             }
-            if (!live) {
-                bool settled = true;  // exp(fill - m) is 0 in every row
-                for (int64_t r = 0; r < rows; ++r) settled = settled && m[r] - pr.fill > X::underflow;
-                if (pr.fill == neg_inf || settled) continue;
-            }
+            any = any || lo[g] < hi[g];
         }
+        if (!any) continue;  // a tile the mask hides entirely: skipped (exact, see above)
         // kp <- kt[:, n0:n0+BN], zero past N; the loop order follows kt's smaller stride.
-        if (pr.kt_row <= pr.kt_col) {
-            for (int64_t j = 0; j < BN; ++j)
-                for (int64_t d = 0; d < D; ++d) kp[d * BN + j] = j < cols ? kt[d * pr.kt_row + (n0 + j) * pr.kt_col] : T(0);
+        if (pr.kt_row == 1) {  // k's rows (kt = k.T): contiguous reads, each scattered down a column of kp
+            for (int64_t j = 0; j < whole; ++j) {
+                const T* src = kt + (n0 + j) * pr.kt_col;
+                if (j < cols)
+                    for (int64_t d = 0; d < D; ++d) kp[d * BN + j] = src[d];
+                else
+                    for (int64_t d = 0; d < D; ++d) kp[d * BN + j] = 0;
+            }
         } else {
-            for (int64_t d = 0; d < D; ++d)
-                for (int64_t j = 0; j < BN; ++j) kp[d * BN + j] = j < cols ? kt[d * pr.kt_row + (n0 + j) * pr.kt_col] : T(0);
+            for (int64_t d = 0; d < D; ++d) {
+                const T* src = kt + d * pr.kt_row + n0 * pr.kt_col;
+                for (int64_t j = 0; j < whole; ++j) kp[d * BN + j] = j < cols ? src[j * pr.kt_col] : T(0);
+            }
         }
-        for (int64_t r = 0; r < rows; r += MC_ATTN_R)
-            for (int64_t j = 0; j < BN; j += MC_ATTN_NV * W)
-                mc_attn_scores_micro<T>(D, qp + r * D, kp + j, s + r * BN + j, BN);
-        // Scale, mask, online softmax: s becomes p = exp(s - m_new); alpha = exp(m_old - m_new).
+        for (int64_t g = 0; g < groups; ++g)
+            if (lo[g] < hi[g]) mc_attn_scores<T>(D, qp + g * R * D, kp, s + g * R * BN, lo[g], hi[g]);
+        // Scale, mask, online softmax on [lo, hi): s becomes p = exp(s - m_new); alpha = exp(m_old - m_new).
         for (int64_t r = 0; r < rows; ++r) {
+            const int64_t a = lo[r / R], z = hi[r / R];
+            if (a >= z) {
+                alpha[r] = 1;
+                continue;
+            }
             T* sr = s + r * BN;
             if (pr.has_scale && pr.divide) {
                 #pragma omp simd
-                for (int64_t j = 0; j < BN; ++j) sr[j] = sr[j] / pr.scale;
+                for (int64_t j = a; j < z; ++j) sr[j] = sr[j] / pr.scale;
             } else if (pr.has_scale) {
                 #pragma omp simd
-                for (int64_t j = 0; j < BN; ++j) sr[j] = sr[j] * pr.scale;
+                for (int64_t j = a; j < z; ++j) sr[j] = sr[j] * pr.scale;
             }
-            if (mask) {
-                const uint8_t* mr = mask + (i0 + r) * pr.mask_row + n0 * pr.mask_col;
-                for (int64_t j = 0; j < cols; ++j) sr[j] = mr[j * pr.mask_col] ? sr[j] : pr.fill;
+            const int64_t live = z < cols ? z : cols;
+            if (mask && !every[r]) {
+                const uint8_t* mr = mask + r * pr.mask_row + n0 * pr.mask_col;
+                if (pr.mask_col == 1) {
+                    #pragma omp simd
+                    for (int64_t j = a; j < live; ++j) sr[j] = mr[j] ? sr[j] : pr.fill;
+                } else {
+                    for (int64_t j = a; j < live; ++j) sr[j] = mr[j * pr.mask_col] ? sr[j] : pr.fill;
+                }
             }
-            for (int64_t j = cols; j < BN; ++j) sr[j] = neg_inf;
+            for (int64_t j = live; j < z; ++j) sr[j] = neg_inf;
             T top = neg_inf;
             #pragma omp simd reduction(max:top)
-            for (int64_t j = 0; j < BN; ++j) top = sr[j] > top ? sr[j] : top;
+            for (int64_t j = a; j < z; ++j) top = sr[j] > top ? sr[j] : top;
             const T m_new = m[r] > top ? m[r] : top;
             const T m_ref = m_new == neg_inf ? T(0) : m_new;  // all -inf so far: against 0
             T sum = 0;
             #pragma omp simd reduction(+:sum)
-            for (int64_t j = 0; j < BN; ++j) {
+            for (int64_t j = a; j < z; ++j) {
                 const T e = X::exp(sr[j] - m_ref);
                 sr[j] = e;
                 sum += e;
@@ -258,32 +354,48 @@ static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_
             l[r] = l[r] * alpha[r] + sum;
             m[r] = m_new;
         }
-        for (int64_t r = rows; r < (rows + MC_ATTN_R - 1) / MC_ATTN_R * MC_ATTN_R; ++r) {
-            alpha[r] = 0;  // rows past M within the last register tile: computed, never stored
-            for (int64_t j = 0; j < BN; ++j) s[r * BN + j] = 0;
-        }
-        // vp <- v[n0:n0+BN, :], zero past N and past DV.
-        if (pr.v_col <= pr.v_row) {
-            for (int64_t n = 0; n < BN; ++n)
-                for (int64_t c = 0; c < dvp; ++c)
-                    vp[n * dvp + c] = n < cols && c < DV ? v[(n0 + n) * pr.v_row + c * pr.v_col] : T(0);
-        } else {
-            for (int64_t c = 0; c < dvp; ++c)
-                for (int64_t n = 0; n < BN; ++n)
-                    vp[n * dvp + c] = n < cols && c < DV ? v[(n0 + n) * pr.v_row + c * pr.v_col] : T(0);
+        for (int64_t r = rows; r < groups * R; ++r)  // rows past M in the last register tile: p = 0
+            for (int64_t j = lo[r / R]; j < hi[r / R]; ++j) s[r * BN + j] = 0;
+        // v's rows as they are when they are whole vectors, else vp <- v[n0:n0+BN, :], zero past N and DV.
+        const T* vt = v + n0 * pr.v_row;
+        int64_t ldv = pr.v_row;
+        if (!(pr.v_col == 1 && DV == dvp && cols == BN)) {
+            for (int64_t n = 0; n < whole; ++n) {
+                T* dst = vp + n * dvp;
+                const T* src = vt + n * pr.v_row;
+                int64_t c = 0;
+                if (n < cols) {
+                    if (pr.v_col == 1)
+                        for (; c < DV; ++c) dst[c] = src[c];
+                    else
+                        for (; c < DV; ++c) dst[c] = src[c * pr.v_col];
+                }
+                for (; c < dvp; ++c) dst[c] = 0;
+            }
+            vt = vp;
+            ldv = dvp;
         }
         constexpr int64_t CW = MC_ATTN_NV * W;
-        for (int64_t r = 0; r < rows; r += MC_ATTN_R) {
+        for (int64_t g = 0; g < groups; ++g) {
+            if (lo[g] >= hi[g]) continue;
+            const T* pg = s + g * R * BN;
+            T* ag = acc + g * R * dvp;
             int64_t c = 0;
             for (; c + CW <= dvp; c += CW)
-                mc_attn_values_micro<T, MC_ATTN_NV>(s + r * BN, vp + c, alpha + r, acc + r * dvp + c, dvp);
+                mc_attn_values_micro<T, MC_ATTN_NV>(pg, vt + c, ldv, alpha + g * R, ag + c, dvp, lo[g], hi[g]);
             for (; c < dvp; c += W)
-                mc_attn_values_micro<T, 1>(s + r * BN, vp + c, alpha + r, acc + r * dvp + c, dvp);
+                mc_attn_values_micro<T, 1>(pg, vt + c, ldv, alpha + g * R, ag + c, dvp, lo[g], hi[g]);
         }
     }
     for (int64_t r = 0; r < rows; ++r) {
-        const T inv_l = l[r];
-        for (int64_t c = 0; c < DV; ++c) out[(i0 + r) * pr.out_row + c * pr.out_col] = acc[r * dvp + c] / inv_l;
+        const T sum = l[r];
+        T* dst = out + (i0 + r) * pr.out_row;
+        if (pr.out_col == 1) {
+            #pragma omp simd
+            for (int64_t c = 0; c < DV; ++c) dst[c] = acc[r * dvp + c] / sum;
+        } else {
+            for (int64_t c = 0; c < DV; ++c) dst[c * pr.out_col] = acc[r * dvp + c] / sum;
+        }
     }
 }
 
