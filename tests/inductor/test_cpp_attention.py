@@ -159,3 +159,30 @@ def test_what_only_looks_like_attention_does_not_fire(fn):
     np.testing.assert_allclose(compiled(q, k, v), fn(q, k, v), rtol=3e-5, atol=3e-5)
     graph = compiled_graph(compiled)
     assert "flash attention" not in graph.schedule and not [k for k in graph.extern_kernels if "_attn_" in k]
+
+
+def test_a_numpy_float64_scale_promoting_float32_scores_stays_right():
+    """``1 / np.sqrt(d)`` is a float64 NumPy scalar: float32 scores become float64 and so does
+    the result.  The attention node would not have the pattern's dtype: the ops stay as written."""
+    def promoted(q, k, v):
+        s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / np.sqrt(q.shape[-1]))
+        s = s - s.max(axis=-1, keepdims=True)
+        e = np.exp(s)
+        return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((2, 9, 8)).astype(np.float32) for _ in range(3))
+    got, want = mc.compile(promoted, backend="cpp")(q, k, v), promoted(q, k, v)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_sizes_known_only_at_run_time_keep_the_numpy_reference():
+    fn = program("divide", True, -np.inf, "swapaxes")
+    compiled = mc.compile(fn, backend="cpp", dynamic=True)
+    rng = np.random.default_rng(7)
+    for b in (2, 3):
+        q, k, v = (rng.standard_normal((b, 4, 9, 8)).astype(np.float32) for _ in range(3))
+        mask = np.tril(np.ones((9, 9), bool))
+        np.testing.assert_allclose(compiled(q, k, v, mask), fn(q, k, v, mask), rtol=3e-5, atol=3e-5)
+    assert "the NumPy reference: sizes known only at run time" in compiled.cache[-1].compiled.schedule

@@ -74,11 +74,23 @@ def _compile_body(body: ir.Graph, example_inputs: list, carried: int,
     return compiled, loops.host_loop(compiled, loops.stacked_row_metas(body, carried))
 
 
+def _with_attention_nodes(graph: ir.Graph) -> ir.Graph:
+    """``graph`` with each softmax attention one ``attention`` node (``fuse_attention``), or
+    unchanged where the pass refuses it: it checks that the node's meta is the pattern's, which
+    fails when a NumPy float64 scalar scale (``1 / np.sqrt(d)``) promotes float32 scores, and the
+    ops as written are then the right program."""
+    try:
+        return fuse_attention(graph)
+    except AssertionError as why:
+        logs.log("patterns", f"attention: left unfused, the attention node's meta is not the pattern's: {why}")
+        return graph
+
+
 def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_args: bool = False,
              loop_carried: int | None = None) -> CompiledGraph:
     """``loop_carried``: the graph is a loop's body with that many carried values (its
     kernels are also driven by a generated C++ loop, where the body fits one)."""
-    graph = fuse_attention(decompositions.before_lowering(graph))
+    graph = _with_attention_nodes(decompositions.before_lowering(graph))
     if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
