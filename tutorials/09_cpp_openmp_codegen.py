@@ -216,7 +216,7 @@ source = attention_graph.kernel_source
 print(source[source.index('extern "C" void g0_attn'):])  # the whole generated function
 print(attention_graph.schedule)
 assert attention_graph.kernels == [] and attention_graph.extern_kernels == ["g0_attn_attention"]
-assert "mc_attention.h" in source and "_op_matmul" not in attention_graph.wrapper_source
+assert "mc_attention_binding.h" in source and "_op_matmul" not in attention_graph.wrapper_source
 np.testing.assert_allclose(result, causal_attention(*qkv, causal), rtol=3e-5, atol=3e-5)
 
 # %% [markdown]

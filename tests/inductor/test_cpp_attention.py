@@ -100,7 +100,7 @@ def test_attention_is_one_cpp_kernel_and_matches_numpy(data):
     graph = compiled_graph(compiled)
     assert [k for k in graph.extern_kernels if "_attn_" in k], graph.schedule
     assert not [line for line in graph.schedule.splitlines() if line.startswith("extern")], graph.schedule
-    assert "#include" in graph.kernel_source and "mc_attention.h" in graph.kernel_source
+    assert "#include" in graph.kernel_source and "mc_attention_binding.h" in graph.kernel_source
 
 
 def test_causal_attention_of_the_benchmark_is_one_kernel():

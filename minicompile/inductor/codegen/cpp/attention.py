@@ -12,17 +12,21 @@ The kernel itself is hand-written, ``include/mc_attention.h``: blocks of query r
 spread over the OpenMP threads, each walking tiles of ``kᵀ`` and ``v`` with an online
 softmax (the running maximum, the running sum, the accumulator rescaled when the
 maximum grows), so the ``M x N`` scores never exist in memory; tiles the mask hides
-entirely are skipped where that is exact (the upper half of a causal mask).  The
-generated function only instantiates it: sizes, each operand's strides, the scale and
-the fill as constants, and a lambda giving each batch matrix's offsets (a batch axis an
-operand broadcasts along has stride 0, so a ``[S, S]`` mask serves every head).
+entirely are skipped where that is exact (the upper half of a causal mask).  Like the
+GEMM it is compiled once per machine into the runtime library (:mod:`.runtime`), so a
+graph's cold compile does not pay for it.  The generated function only describes the
+problem (``include/mc_attention_problem.h``): sizes, each operand's offset and
+strides (a batch axis an operand broadcasts along has stride 0, so a ``[S, S]`` mask
+serves every head), the scale and the fill, and calls the kernel through the pointer
+``include/mc_attention_binding.h`` declares.
 
 Operands are read where they lie: a buffer, or a view of one at fixed strides
 (``k.swapaxes(-1, -2)``, a slice, a transpose) is read through those strides from the
 buffer itself.  A view at no fixed strides (a reshape of a transpose) is made
 contiguous by the wrapper first, as for the generated GEMM (:mod:`.matmul`).
 What stays NumPy's, with the reason in the schedule: sizes only known at run time
-(dynamic shapes; the kernel bakes them in), dtypes other than float32/float64 (float16
+(dynamic shapes: a view's strides are then not constants), more than
+``MAX_BATCH_DIMS`` batch axes, dtypes other than float32/float64 (float16
 has no vector exp here) or mixed ones, and empty arrays.  Inductor's counterpart is its
 SDPA pattern (``fuse_attention.py``) calling ATen's flash attention for CPU.
 """
@@ -39,7 +43,10 @@ from ... import loop_ir as L
 from ...lowering import Unsupported, lower
 from .ops import ARRAY_DATA_OFFSET, ctype, literal
 
-HEADER = "mc_attention.h"
+HEADER = "mc_attention_binding.h"  # what a graph's translation unit includes
+RUNTIME_HEADER = "mc_attention.h"  # the kernel, in the runtime library
+PROBLEM_HEADER = "mc_attention_problem.h"  # the description both include
+MAX_BATCH_DIMS = 8  # MC_ATTN_MAX_BATCH_DIMS
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Below this many multiply-adds the attention runs on one thread.
 PARALLEL_MIN_WORK = 1 << 16
@@ -126,7 +133,9 @@ def _plan(ext: L.Extern, schedule) -> tuple[_Attention | None, str]:
         return None, "not an attention node"
     q_ref, kt_ref, v_ref, mask_ref, scale, divide, fill = ext.args
     if is_symbolic(ext.shape):
-        return None, "sizes known only at run time (the kernel bakes them in)"
+        return None, "sizes known only at run time (the strides of views are not constants)"
+    if len(ext.shape) - 2 > MAX_BATCH_DIMS:
+        return None, f"more than {MAX_BATCH_DIMS} batch axes"
     if 0 in ext.shape:
         return None, "an empty result"
     if ext.dtype not in DTYPES:
@@ -159,16 +168,15 @@ def _matrix_strides(o: Operand) -> tuple[int, int]:
     return (strides[-2] if shape[-2] != 1 else 0), (strides[-1] if shape[-1] != 1 else 0)
 
 
-def _batch_offset(o: Operand, batch_shape: tuple[int, ...], index: list[str]) -> str:
-    """C++ for the offset of the operand's matrix at the batch index ``index`` (one
-    variable per batch axis; an axis of size 1 in the operand broadcasts: stride 0)."""
-    terms = [str(o.offset)] if o.offset else []
-    lead, lead_strides = o.shape[:-2], o.strides[:-2]
+def _batch_strides(o: Operand, batch_shape: tuple[int, ...]) -> list[int]:
+    """The operand's stride along each batch axis of the result (0 where it broadcasts:
+    an axis it lacks or has of size 1)."""
+    lead = o.shape[:-2]
+    strides = []
     for i in range(len(batch_shape)):
         j = i - (len(batch_shape) - len(lead))
-        if j >= 0 and lead[j] != 1 and lead_strides[j] != 0:
-            terms.append(f"{index[i]} * {lead_strides[j]}")
-    return " + ".join(terms) or "0"
+        strides.append(o.strides[j] if j >= 0 and lead[j] != 1 else 0)
+    return strides
 
 
 def _threads(work: int) -> str:
@@ -176,51 +184,44 @@ def _threads(work: int) -> str:
 
 
 def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> tuple[str, list[str]] | None:
-    """The C++ of attention ``ext`` — ``attn_<node>(q, kt, v[, mask], out, sizes...)`` and its
-    ``_obj`` entry — and the arrays it takes, in order; None when it keeps NumPy's
-    reference (:func:`why_not`)."""
+    """The C++ of attention ``ext`` — ``attn_<node>(q, kt, v[, mask], out, sizes...)``, which
+    describes the problem and calls the runtime's kernel, and its ``_obj`` entry — and the
+    arrays it takes, in order; None when it keeps NumPy's reference (:func:`why_not`)."""
     a, _ = _plan(ext, schedule)
     if a is None:
         return None
     name, t = kernel_name(ext, schedule), ctype(a.dtype)
-    operands = [("q", a.q), ("kt", a.kt), ("v", a.v)] + ([("mask", a.mask)] if a.mask else [])
+    operands = [("Q", a.q), ("KT", a.kt), ("V", a.v)] + ([("MASK", a.mask)] if a.mask else [])
+    out = Operand(ext.name, tuple(ext.shape), L.contiguous_strides(tuple(ext.shape)))
     params = [f"const {t}* q", f"const {t}* kt", f"const {t}* v"] + (["const uint8_t* mask"] if a.mask else [])
     params += [f"{t}* out"]
-    out = Operand(ext.name, tuple(ext.shape), L.contiguous_strides(tuple(ext.shape)))
     batch = math.prod(a.batch_shape)
-    index = [f"i{i}" for i in range(len(a.batch_shape))]
-    unravel, inner = [], 1
-    for i in reversed(range(len(a.batch_shape))):
-        size = a.batch_shape[i]
-        unravel.insert(0, f"const int64_t {index[i]} = {f'(b / {inner})' if inner != 1 else 'b'}"
-                          + (f" % {size};" if i else ";"))
-        inner *= size
-    offsets = [f"o.{field} = {_batch_offset(o, a.batch_shape, index)};" for field, o in operands + [("out", out)]]
-    strides = {field: _matrix_strides(o) for field, o in operands + [("out", out)]}
-    strides.setdefault("mask", (0, 0))
-    scale = "" if a.scale is None else f"{'/' if a.divide else '*'} {a.scale!r}"
+    scale = "" if a.scale is None else f" {'/' if a.divide else '*'} {a.scale!r}"
     masked = "" if a.mask is None else f", where(mask, ., {a.fill!r})"
-    fill = literal(a.fill if a.mask is not None else 0.0, a.dtype)
+    f64 = np.dtype(np.float64)
     lines = [
         f'extern "C" void {name}({", ".join(params + [f"const int64_t {s}" for s in symbols])})',
         "{",
-        f"    // out ({'x'.join(map(str, a.batch_shape)) or '1'} x {a.m} x {a.dv}) = softmax(q @ kt {scale}{masked}) @ v:"
-        f" q {a.m} x {a.d}, kt {a.d} x {a.n}, v {a.n} x {a.dv}",
-        f"    const mc_attention_problem<{t}> problem = {{",
-        f"        {batch}, {a.m}, {a.n}, {a.d}, {a.dv},  // batch, M, N, D, DV",
-        "        " + ", ".join(f"{s}" for f in ("q", "kt", "v", "mask", "out") for s in strides[f])
-        + ",  // row and column strides: q, kt, v, mask, out",
-        f"        {'true' if a.scale is not None else 'false'}, {'true' if a.divide else 'false'}, "
-        f"{'true' if a.mask is not None else 'false'},  // scaled, by a division, masked",
-        f"        {literal(a.scale if a.scale is not None else 1.0, a.dtype)}, {fill},  // scale, fill",
-        f"        {_threads(batch * a.m * a.n * (a.d + a.dv))}}};",
-        f"    mc_attention<{t}>(q, kt, v, {'mask' if a.mask else 'nullptr'}, out, problem,"
-        " [](int64_t b, mc_attention_offsets& o) {",
-        *[f"        {line}" for line in unravel],
-        *[f"        {line}" for line in offsets],
-        "    });",
-        "}",
+        f"    // out ({' x '.join(map(str, a.batch_shape + (a.m, a.dv)))}) = softmax(q @ kt{scale}{masked}) @ v",
+        f"    // (q {a.m} x {a.d}, kt {a.d} x {a.n}, v {a.n} x {a.dv} per batch matrix)",
+        "    mc_attention_problem p = {};",
+        f"    p.M = {a.m}; p.N = {a.n}; p.D = {a.d}; p.DV = {a.dv};",
+        f"    p.batch_dims = {len(a.batch_shape)};"
+        + "".join(f" p.batch_sizes[{i}] = {n};" for i, n in enumerate(a.batch_shape)),
     ]
+    for field, o in operands + [("OUT", out)]:
+        rows, cols = _matrix_strides(o)
+        strides = ", ".join(map(str, _batch_strides(o, a.batch_shape))) or "0"
+        lines.append(f"    const int64_t {field.lower()}_batch[] = {{{strides}}};")
+        lines.append(f"    mc_attention_operand(&p, MC_ATTN_{field}, {o.offset}, {rows}, {cols}, {field.lower()}_batch);")
+    if a.scale is not None:
+        lines.append(f"    p.has_scale = 1; p.divide = {int(a.divide)}; p.scale = {literal(a.scale, f64)};")
+    if a.mask is not None:
+        lines.append(f"    p.has_mask = 1; p.fill = {literal(a.fill, f64)};")
+    lines += [f"    p.threads = {_threads(batch * a.m * a.n * (a.d + a.dv))};",
+              f"    mc_attention_{'f32' if a.dtype == np.float32 else 'f64'}(q, kt, v, "
+              f"{'mask' if a.mask else 'nullptr'}, out, &p);",
+              "}"]
     types = [p.rsplit("*", 1)[0] for p in params]
     obj_params = ", ".join([f"void* a{i}" for i in range(len(params))] + [f"int64_t {s}" for s in symbols])
     ptrs = [f"*({ty}**)((char*)a{i} + {ARRAY_DATA_OFFSET})" for i, ty in enumerate(types)]

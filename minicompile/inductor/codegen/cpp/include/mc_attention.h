@@ -1,8 +1,9 @@
 // Softmax attention as one kernel: FlashAttention's forward pass on the CPU.
-// codegen/cpp/attention.py generates one extern "C" function per `attention`
-// node (inductor/fuse_attention.py forms them), which fills an
-// mc_attention_problem with the node's sizes, strides, scale and fill and calls
-// mc_attention<T>(..., offsets) with a lambda giving each batch matrix's offsets.
+// Compiled once per machine into the runtime library (codegen/cpp/runtime.py), as the
+// GEMM is: mc_attention_f32 / mc_attention_f64 take the description a generated
+// attn_<node> function fills in (mc_attention_problem.h; codegen/cpp/attention.py
+// writes those functions for the `attention` nodes inductor/fuse_attention.py forms),
+// which call them through mc_attention_binding.h.
 //
 // out[b] = softmax(where(mask[b], (q[b] @ kt[b]) * scale, fill), last axis) @ v[b]
 // (or / scale), for each of `batch` matrices: q is M x D, kt D x N, v N x DV, the
@@ -38,6 +39,7 @@
 #include <cstdlib>
 #include <omp.h>
 
+#include "mc_attention_problem.h"
 #include "mc_math_f32.h"
 #include "mc_math_f64.h"
 
@@ -96,20 +98,35 @@ template <> struct mc_attn_traits<double> {
     }
 };
 
-// The sizes and strides (in elements) of one attention; the generated function fills it.
+// The problem's sizes and 2-D strides, its scale and fill in the element type T.
 template <class T>
-struct mc_attention_problem {
+struct mc_attn_layout {
     int64_t batch, M, N, D, DV;
     int64_t q_row, q_col, kt_row, kt_col, v_row, v_col, mask_row, mask_col, out_row, out_col;
     bool has_scale, divide, has_mask;
     T scale, fill;
-    int threads;  // 0: OpenMP's default
+
+    explicit mc_attn_layout(const mc_attention_problem& p)
+        : batch(1), M(p.M), N(p.N), D(p.D), DV(p.DV),
+          q_row(p.row_stride[MC_ATTN_Q]), q_col(p.col_stride[MC_ATTN_Q]),
+          kt_row(p.row_stride[MC_ATTN_KT]), kt_col(p.col_stride[MC_ATTN_KT]),
+          v_row(p.row_stride[MC_ATTN_V]), v_col(p.col_stride[MC_ATTN_V]),
+          mask_row(p.row_stride[MC_ATTN_MASK]), mask_col(p.col_stride[MC_ATTN_MASK]),
+          out_row(p.row_stride[MC_ATTN_OUT]), out_col(p.col_stride[MC_ATTN_OUT]),
+          has_scale(p.has_scale), divide(p.divide), has_mask(p.has_mask), scale((T)p.scale), fill((T)p.fill) {
+        for (int64_t a = 0; a < p.batch_dims; ++a) batch *= p.batch_sizes[a];
+    }
 };
 
-// Where batch matrix b of each operand starts (element offsets from its pointer).
-struct mc_attention_offsets {
-    int64_t q, kt, v, mask, out;
-};
+// Where batch matrix b of operand `which` starts: b unravelled over the batch axes.
+static inline int64_t mc_attn_batch_offset(const mc_attention_problem& p, int which, int64_t b) {
+    int64_t offset = p.offset[which];
+    for (int64_t a = p.batch_dims - 1; a >= 0; --a) {
+        offset += (b % p.batch_sizes[a]) * p.batch_stride[which][a];
+        b /= p.batch_sizes[a];
+    }
+    return offset;
+}
 
 // A grown-on-demand, 64-byte-aligned scratch block per thread.
 static inline void* mc_attn_scratch(size_t bytes) {
@@ -225,9 +242,10 @@ static inline bool mc_attn_kept_range(const uint8_t* mr, int64_t stride, int64_t
 // tile of MC_ATTN_R rows computes, in each tile of keys, only the columns between the first
 // and the last that one of its rows keeps, where the others are exactly nothing (a fill of
 // -inf, or rows whose maximum is far above the fill): the causal mask's diagonal tiles cost half.
-template <class T, class Offsets>
+template <class T>
 static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_t* mask, T* out,
-                               const mc_attention_problem<T>& pr, const Offsets& offsets, int64_t b, int64_t i0) {
+                               const mc_attention_problem& problem, const mc_attn_layout<T>& pr, int64_t b,
+                               int64_t i0) {
     typedef mc_attn_traits<T> X;
     typedef typename X::vec V;
     constexpr int W = sizeof(V) / sizeof(T), BM = MC_ATTN_BM, BN = MC_ATTN_BN, R = MC_ATTN_R;
@@ -235,13 +253,11 @@ static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_
     const T neg_inf = -INFINITY;
     const int64_t D = pr.D, DV = pr.DV, dvp = (DV + W - 1) / W * W;  // acc and vp rows: DV padded to vectors
     const int64_t rows = pr.M - i0 < BM ? pr.M - i0 : BM, groups = (rows + R - 1) / R;
-    mc_attention_offsets o;
-    offsets(b, o);
-    q += o.q;
-    kt += o.kt;
-    v += o.v;
-    out += o.out;
-    if (mask) mask += o.mask + i0 * pr.mask_row;
+    q += mc_attn_batch_offset(problem, MC_ATTN_Q, b);
+    kt += mc_attn_batch_offset(problem, MC_ATTN_KT, b);
+    v += mc_attn_batch_offset(problem, MC_ATTN_V, b);
+    out += mc_attn_batch_offset(problem, MC_ATTN_OUT, b);
+    if (mask) mask += mc_attn_batch_offset(problem, MC_ATTN_MASK, b) + i0 * pr.mask_row;
     // Scratch: qp [BM x D], kp [D x BN], s (then p) [BM x BN], vp [BN x dvp], acc [BM x dvp], m, l, alpha [BM].
     T* qp = (T*)mc_attn_scratch(sizeof(T) * ((size_t)BM * D + (size_t)D * BN + (size_t)BM * BN + (size_t)BN * dvp
                                              + (size_t)BM * dvp + 3 * BM) + 64);
@@ -400,12 +416,24 @@ static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_
 }
 
 // Every batch matrix's attention, blocks of query rows spread over the threads.
-template <class T, class Offsets>
+template <class T>
 static void mc_attention(const T* q, const T* kt, const T* v, const uint8_t* mask, T* out,
-                         const mc_attention_problem<T>& pr, const Offsets& offsets) {
+                         const mc_attention_problem& problem) {
+    const mc_attn_layout<T> pr(problem);
     const int64_t blocks = (pr.M + MC_ATTN_BM - 1) / MC_ATTN_BM;
-    const int threads = pr.threads > 0 ? pr.threads : omp_get_max_threads();
+    const int threads = problem.threads > 0 ? problem.threads : omp_get_max_threads();
+    if (!problem.has_mask) mask = nullptr;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if(threads > 1)
     for (int64_t task = 0; task < pr.batch * blocks; ++task)
-        mc_attention_block<T>(q, kt, v, mask, out, pr, offsets, task / blocks, task % blocks * MC_ATTN_BM);
+        mc_attention_block<T>(q, kt, v, mask, out, problem, pr, task / blocks, task % blocks * MC_ATTN_BM);
+}
+
+extern "C" void mc_attention_f32(const float* q, const float* kt, const float* v, const uint8_t* mask, float* out,
+                                 const mc_attention_problem* problem) {
+    mc_attention<float>(q, kt, v, mask, out, *problem);
+}
+
+extern "C" void mc_attention_f64(const double* q, const double* kt, const double* v, const uint8_t* mask,
+                                 double* out, const mc_attention_problem* problem) {
+    mc_attention<double>(q, kt, v, mask, out, *problem);
 }
