@@ -244,3 +244,20 @@ def describe(schedule, kernel_args: dict[str, list[str]]) -> dict[str, str]:
             lines[ext.name] = (f"extern {ext.name} = np.attention(...)  the NumPy reference: "
                                f"{why_not(ext, schedule)}")
     return lines
+
+
+def view_decisions(schedule, kernel_args: dict[str, list[str]]) -> dict[str, str]:
+    """View name -> the schedule's decision for each view an attention kernel reads at its
+    strides (the scheduler planned a NumPy view for the Extern; no view is made)."""
+    decisions = {}
+    for ext in schedule.steps:
+        if not isinstance(ext, L.Extern) or kernel_name(ext, schedule) not in kernel_args:
+            continue
+        for ref in ext.args[:4]:
+            if isinstance(ref, L.BufferRef) and ref.name in schedule.views and ref.name in schedule.decisions:
+                found = _strided(ref.name, schedule)
+                if found is not None:
+                    decisions[ref.name] = (f"view: read at its strides from {found.array} by "
+                                           f"{kernel_name(ext, schedule)} (no copy, no NumPy view)")
+    return decisions
+

@@ -105,6 +105,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     # What runs, as the wrapper runs it: generated GEMMs, values kept in registers.
     sched.runs.update(matmul.describe(sched, kernel_args, epilogues))
     sched.runs.update(attention.describe(sched, kernel_args))
+    sched.decisions.update(attention.view_decisions(sched, kernel_args))
     schedule_text = sched.describe(sched.never_stored())
     logs.log("schedule", schedule_text)
     plan = memory.plan(sched, kernel_args)

@@ -194,7 +194,7 @@ class _WrapperWriter:
             operands.append(local)
         suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
         args = [f"{a}{suffix}" for a in operands + [out]] + list(self.symbols)
-        self.emit(f"{kernel}({', '.join(args)})  # generated, not BLAS")
+        self.emit(f"{kernel}({', '.join(args)})  # generated, not {'BLAS' if ext.op_name == 'matmul' else 'NumPy'}")
 
 
 def generated_entry(ext: L.Extern, schedule: Schedule, kernel_args: dict[str, list[str]]) -> str | None:
