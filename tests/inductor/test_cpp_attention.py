@@ -186,3 +186,22 @@ def test_sizes_known_only_at_run_time_keep_the_numpy_reference():
         mask = np.tril(np.ones((9, 9), bool))
         np.testing.assert_allclose(compiled(q, k, v, mask), fn(q, k, v, mask), rtol=3e-5, atol=3e-5)
     assert "the NumPy reference: sizes known only at run time" in compiled.cache[-1].compiled.schedule
+
+
+@pytest.mark.parametrize("fill", [-np.inf, -1e9, -30.0, 0.0])
+@pytest.mark.parametrize("kind", ["causal", "late_columns", "upper"])
+def test_masked_tiles_are_skipped_only_where_exact(kind, fill):
+    """Several tiles of keys and of queries with tails: a causal mask (tiles above the
+    diagonal hidden), rows whose first 150 columns are masked (the maximum stays -inf for
+    whole tiles), and an upper-triangular mask (the first row keeps every column, the
+    last one only its own); each with fills where skipping is exact and where it is not."""
+    m = n = 300
+    i, j = np.indices((m, n))
+    mask = {"causal": j <= i, "late_columns": j >= 150, "upper": j >= i}[kind]
+    fn = program("divide", True, fill, "swapaxes")
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((2, m, 24)).astype(np.float32) for _ in range(3))
+    with np.errstate(all="ignore"):
+        want = fn(q, k, v, mask)
+        got = mc.compile(fn, backend="cpp")(q, k, v, mask)
+    np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5, equal_nan=True)
