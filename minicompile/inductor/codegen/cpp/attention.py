@@ -213,7 +213,8 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> tuple[st
         rows, cols = _matrix_strides(o)
         strides = ", ".join(map(str, _batch_strides(o, a.batch_shape))) or "0"
         lines.append(f"    const int64_t {field.lower()}_batch[] = {{{strides}}};")
-        lines.append(f"    mc_attention_operand(&p, MC_ATTN_{field}, {o.offset}, {rows}, {cols}, {field.lower()}_batch);")
+        lines.append(f"    mc_attention_operand(&p, MC_ATTN_{field}, {o.offset}, {rows}, {cols}, "
+                     f"{field.lower()}_batch);")
     if a.scale is not None:
         lines.append(f"    p.has_scale = 1; p.divide = {int(a.divide)}; p.scale = {literal(a.scale, f64)};")
     if a.mask is not None:

@@ -296,7 +296,8 @@ static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_
                 bool settled = true;  // exp(fill - m) is 0 in every row of the register tile
                 for (int64_t r = g * R; r < (g + 1) * R && r < rows; ++r) {
                     int64_t ra, rz;
-                    every[r] = mc_attn_kept_range(mask + r * pr.mask_row + n0 * pr.mask_col, pr.mask_col, cols, &ra, &rz);
+                    const uint8_t* mr = mask + r * pr.mask_row + n0 * pr.mask_col;
+                    every[r] = mc_attn_kept_range(mr, pr.mask_col, cols, &ra, &rz);
                     if (ra < rz) {
                         a = ra < a ? ra : a;
                         z = rz > z ? rz : z;
