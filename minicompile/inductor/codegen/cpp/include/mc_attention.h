@@ -10,14 +10,15 @@
 // mask M x N booleans, out M x DV, each read at its own strides.
 //
 // One task is a block of MC_ATTN_BM query rows of one batch matrix (the OpenMP loop
-// runs over all of them).  The task copies its rows of q into a packed block, then
-// walks the keys MC_ATTN_BN at a time:
+// runs over all of them, dynamically: a causal mask makes later blocks longer).  The
+// task copies its rows of q into a packed block, then walks the keys MC_ATTN_BN at a time:
 //   * S = Q Kt for the tile (Kt's columns packed, a register-tiled product),
 //     scaled, then `where(mask, S, fill)`; columns past N are -inf;
 //   * online softmax, per row: the running maximum m, the running sum l of
 //     exp(s - m) and the accumulator acc of exp(s - m) @ v; when the maximum grows,
 //     l and acc are first multiplied by exp(m_old - m_new);
-//   * acc += P V for the tile (v's rows packed, a register-tiled product);
+//   * acc += P V for the tile (v's rows read in place when they are whole vectors,
+//     else packed; a register-tiled product);
 // and finally writes acc / l.  The M x N scores exist one tile at a time, in L1/L2.
 //
 // Exactly NumPy's semantics where they matter:
@@ -25,10 +26,13 @@
 //     exponentials are taken against 0 instead of -inf (exp(-inf) = 0, never
 //     exp(-inf - -inf) = NaN), so a row whose first columns are masked is unaffected
 //     and a row masked entirely ends as 0 / 0 = NaN, as NumPy's exp(-inf - -inf) gives;
-//   * a tile the mask hides entirely is skipped only where that changes nothing: with
-//     a fill of -inf always (each of its exponentials is 0 and the maximum does not
-//     move), with a finite fill once every row's maximum is so far above the fill
-//     that exp(fill - m) is 0 (MC_ATTN_UNDERFLOW: below it T's exp rounds to 0);
+//   * columns the mask hides are skipped only where that changes nothing: for each
+//     register tile of MC_ATTN_R rows, the columns of a tile of keys outside the span
+//     its rows keep (all of them: the whole tile is skipped, the upper half of a causal
+//     mask; some: the diagonal tiles cost about half) — with a fill of -inf always (each
+//     exponential is 0 and the maximum does not move), with a finite fill once each of
+//     those rows' maximum is so far above the fill that exp(fill - m) is 0
+//     (mc_attn_traits<T>::underflow: below it T's exp rounds to 0);
 //   * the scale multiplies (or divides) the rounded products, then the mask applies.
 // The sums run in another order than NumPy's (and the products use FMA, as BLAS
 // does): results agree to float tolerance, not bit for bit.
