@@ -177,15 +177,22 @@ def test_a_numpy_float64_scale_promoting_float32_scores_stays_right():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-def test_sizes_known_only_at_run_time_keep_the_numpy_reference():
-    fn = program("divide", True, -np.inf, "swapaxes")
+@pytest.mark.parametrize("k_layout", ["swapaxes", "given"])
+def test_sizes_known_only_at_run_time_are_arguments_of_the_kernel(k_layout):
+    """Dynamic shapes: batch, heads, sequence and head sizes are the function's size
+    arguments, the problem filled in from them on each call; k's transpose (or kᵀ given)
+    is read as it lies."""
+    fn = program("divide", True, -np.inf, k_layout)
     compiled = mc.compile(fn, backend="cpp", dynamic=True)
     rng = np.random.default_rng(7)
-    for b in (2, 3):
-        q, k, v = (rng.standard_normal((b, 4, 9, 8)).astype(np.float32) for _ in range(3))
-        mask = np.tril(np.ones((9, 9), bool))
+    for b, s in ((2, 9), (3, 70)):
+        q, v = (rng.standard_normal((b, 4, s, 8)).astype(np.float32) for _ in range(2))
+        k = rng.standard_normal((b, 4, s, 8) if k_layout == "swapaxes" else (b, 4, 8, s)).astype(np.float32)
+        mask = np.tril(np.ones((s, s), bool))
         np.testing.assert_allclose(compiled(q, k, v, mask), fn(q, k, v, mask), rtol=3e-5, atol=3e-5)
-    assert "the NumPy reference: sizes known only at run time" in compiled.cache[-1].compiled.schedule
+    graph = compiled.cache[-1].compiled
+    assert "generated C++ flash attention" in graph.schedule, graph.schedule
+    assert "p.M = (s" in graph.kernel_source and "const int64_t s0" in graph.kernel_source
 
 
 @pytest.mark.parametrize("fill", [-np.inf, -1e9, -30.0, 0.0])

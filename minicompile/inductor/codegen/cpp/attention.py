@@ -24,9 +24,11 @@ Operands are read where they lie: a buffer, or a view of one at fixed strides
 (``k.swapaxes(-1, -2)``, a slice, a transpose) is read through those strides from the
 buffer itself.  A view at no fixed strides (a reshape of a transpose) is made
 contiguous by the wrapper first, as for the generated GEMM (:mod:`.matmul`).
-What stays NumPy's, with the reason in the schedule: sizes only known at run time
-(dynamic shapes: a view's strides are then not constants), more than
-``MAX_BATCH_DIMS`` batch axes, dtypes other than float32/float64 (float16
+Sizes known only at run time (dynamic shapes) are the function's size arguments: the
+problem is filled in from them on each call, and a view of such sizes is read at its
+strides when it is a transpose (``k.swapaxes(-1, -2)``), else copied.
+What stays NumPy's, with the reason in the schedule: a size that divides (a strided
+slice of a symbolic size), more than ``MAX_BATCH_DIMS`` batch axes, dtypes other than float32/float64 (float16
 has no vector exp here) or mixed ones, and empty arrays.  Inductor's counterpart is its
 SDPA pattern (``fuse_attention.py``) calling ATen's flash attention for CPU.
 """
@@ -37,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .... import config
-from ....ir.symbolic import SymbolicUnsupported, is_symbolic
+from .... import config, ir
+from ....ir.symbolic import SymbolicUnsupported, has_division, is_symbolic
 from ... import loop_ir as L
 from ...lowering import Unsupported, lower
 from .ops import ARRAY_DATA_OFFSET, ctype, literal
@@ -71,15 +73,21 @@ def kernel_name(ext: L.Extern, schedule) -> str:
 def _strided(name: str, schedule) -> Operand | None:
     """``name`` as a buffer read at fixed strides: the buffer itself, or a chain of views of
     one whose index is affine in the view's loop variables (no division or remainder);
-    None for any other view and for symbolic sizes."""
+    with sizes known only at run time, a buffer or a chain of transposes of one (its strides
+    permuted).  None for any other view."""
     if name in schedule.buffers:
         buf = schedule.buffers[name]
-        if is_symbolic(buf.shape) or is_symbolic(buf.strides):
-            return None
         return Operand(name, tuple(buf.shape), tuple(buf.strides))
     node = next((n for n in schedule.graph.nodes if n.name == name), None)
-    if node is None or node.kind != "call" or is_symbolic(node.shape):
+    if node is None or node.kind != "call" or not node.args or not isinstance(node.args[0], ir.Node):
         return None
+    if is_symbolic(node.shape) or is_symbolic(node.args[0].shape):
+        source = _strided(node.args[0].name, schedule) if node.op.name == "transpose" else None
+        if source is None:
+            return None
+        axes = node.args[1] if len(node.args) > 1 and node.args[1] is not None else None
+        axes = tuple(range(len(source.shape)))[::-1] if axes is None else tuple(a % len(source.shape) for a in axes)
+        return Operand(source.array, tuple(node.shape), tuple(source.strides[a] for a in axes), source.offset)
     try:
         low = lower(node)
     except (Unsupported, SymbolicUnsupported):
@@ -87,7 +95,7 @@ def _strided(name: str, schedule) -> Operand | None:
     if not (isinstance(low, L.Pointwise) and low.is_view and isinstance(low.body, L.Load)):
         return None
     source = _strided(low.body.buffer, schedule)
-    if source is None:
+    if source is None or is_symbolic(source.strides):
         return None
     flat = L.linearize(low.body.index, source.strides) + source.offset
     if not all(isinstance(atom, L.Var) and isinstance(c, int) for atom, c in flat.terms):
@@ -98,12 +106,12 @@ def _strided(name: str, schedule) -> Operand | None:
 
 def _operand(name: str, schedule) -> Operand | None:
     """``name`` at strides (:func:`_strided`), else the view itself, which the wrapper
-    copies to a contiguous array; None for sizes only known at run time."""
+    copies to a contiguous array."""
     found = _strided(name, schedule)
     if found is not None:
         return found
     node = next((n for n in schedule.graph.nodes if n.name == name), None)
-    if node is None or is_symbolic(node.shape):
+    if node is None:
         return None
     return Operand(name, tuple(node.shape), L.contiguous_strides(tuple(node.shape)))
 
@@ -132,8 +140,8 @@ def _plan(ext: L.Extern, schedule) -> tuple[_Attention | None, str]:
     if ext.op_name != "attention" or len(ext.args) != 7:
         return None, "not an attention node"
     q_ref, kt_ref, v_ref, mask_ref, scale, divide, fill = ext.args
-    if is_symbolic(ext.shape):
-        return None, "sizes known only at run time (the strides of views are not constants)"
+    if has_division(ext.shape):
+        return None, "a size divides (a strided slice)"
     if len(ext.shape) - 2 > MAX_BATCH_DIMS:
         return None, f"more than {MAX_BATCH_DIMS} batch axes"
     if 0 in ext.shape:
@@ -144,8 +152,8 @@ def _plan(ext: L.Extern, schedule) -> tuple[_Attention | None, str]:
     if not all(isinstance(r, L.BufferRef) for r in refs):
         return None, "an operand is not an array"
     operands = [_operand(r.name, schedule) for r in refs]
-    if any(o is None for o in operands):
-        return None, "an operand's sizes are known only at run time"
+    if any(o is None or has_division(o.shape) or has_division(o.strides) for o in operands):
+        return None, "an operand is neither an array nor a view of one"
     dtypes = [next(n.dtype for n in schedule.graph.nodes if n.name == r.name) for r in refs]
     if any(dt != ext.dtype for dt in dtypes[:3]) or (mask_ref is not None and dtypes[3] != np.bool_):
         return None, f"mixed dtypes ({', '.join(str(dt) for dt in dtypes)})"
@@ -179,8 +187,17 @@ def _batch_strides(o: Operand, batch_shape: tuple[int, ...]) -> list[int]:
     return strides
 
 
-def _threads(work: int) -> str:
-    return (str(config.num_threads) if config.num_threads > 0 else "0") if work >= PARALLEL_MIN_WORK else "1"
+def _threads(work) -> str:
+    """The team size: 1 below PARALLEL_MIN_WORK (decided at run time for symbolic sizes)."""
+    team = str(config.num_threads) if config.num_threads > 0 else "0"  # 0: OpenMP's default
+    if is_symbolic(work):
+        return f"(({work}) >= {PARALLEL_MIN_WORK} ? {team} : 1)"
+    return team if work >= PARALLEL_MIN_WORK else "1"
+
+
+def _c(v) -> str:
+    """A size or stride in C: a symbolic one in parentheses (it may be a sum)."""
+    return f"({v})" if is_symbolic(v) else str(v)
 
 
 def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> tuple[str, list[str]] | None:
@@ -205,15 +222,15 @@ def generate(ext: L.Extern, schedule, symbols: tuple[str, ...] = ()) -> tuple[st
         f"    // out ({' x '.join(map(str, a.batch_shape + (a.m, a.dv)))}) = softmax(q @ kt{scale}{masked}) @ v",
         f"    // (q {a.m} x {a.d}, kt {a.d} x {a.n}, v {a.n} x {a.dv} per batch matrix)",
         "    mc_attention_problem p = {};",
-        f"    p.M = {a.m}; p.N = {a.n}; p.D = {a.d}; p.DV = {a.dv};",
+        f"    p.M = {_c(a.m)}; p.N = {_c(a.n)}; p.D = {_c(a.d)}; p.DV = {_c(a.dv)};",
         f"    p.batch_dims = {len(a.batch_shape)};"
-        + "".join(f" p.batch_sizes[{i}] = {n};" for i, n in enumerate(a.batch_shape)),
+        + "".join(f" p.batch_sizes[{i}] = {_c(n)};" for i, n in enumerate(a.batch_shape)),
     ]
     for field, o in operands + [("OUT", out)]:
         rows, cols = _matrix_strides(o)
-        strides = ", ".join(map(str, _batch_strides(o, a.batch_shape))) or "0"
+        strides = ", ".join(map(_c, _batch_strides(o, a.batch_shape))) or "0"
         lines.append(f"    const int64_t {field.lower()}_batch[] = {{{strides}}};")
-        lines.append(f"    mc_attention_operand(&p, MC_ATTN_{field}, {o.offset}, {rows}, {cols}, "
+        lines.append(f"    mc_attention_operand(&p, MC_ATTN_{field}, {_c(o.offset)}, {_c(rows)}, {_c(cols)}, "
                      f"{field.lower()}_batch);")
     if a.scale is not None:
         lines.append(f"    p.has_scale = 1; p.divide = {int(a.divide)}; p.scale = {literal(a.scale, f64)};")
