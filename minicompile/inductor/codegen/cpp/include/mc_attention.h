@@ -51,6 +51,37 @@
 #include <immintrin.h>
 #endif
 
+#if defined(__AVX512F__)
+// dst[i * ld + j] = src[j * ls + i] for a 16 x 16 block of floats (unpack pairs of rows, then
+// pairs of pairs, then 128-bit lanes twice).
+static inline void mc_attn_transpose16(const float* src, int64_t ls, float* dst, int64_t ld) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ls);
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0x88);
+            t[8 * i + j + 4] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + j + 4], 0xdd);
+        }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    }
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ld, r[i]);
+}
+#endif
+
 // Vector width in bytes: AVX-512's registers, else AVX2's (other ISAs get the same
 // code split by the compiler).  The register tiles: MC_ATTN_R rows of
 // MC_ATTN_NV vectors of accumulators.
@@ -130,6 +161,30 @@ static inline int64_t mc_attn_batch_offset(const mc_attention_problem& p, int wh
         b /= p.batch_sizes[a];
     }
     return offset;
+}
+
+// kp[d * MC_ATTN_BN + j] = k[j * ld + d] for j < cols (zero for cols <= j < whole), d < D: the
+// columns of kt = k.T when k's rows are contiguous (kt's rows stride 1), a transpose.
+template <class T>
+static inline void mc_attn_pack_k_rows(const T* k, int64_t ld, int64_t cols, int64_t whole, int64_t D, T* kp) {
+    int64_t j0 = 0;
+#if defined(__AVX512F__)
+    if (sizeof(T) == 4) {  // 16 x 16 blocks through registers: 64 shuffles instead of 256 scattered stores
+        for (; j0 + 16 <= cols; j0 += 16) {
+            int64_t d0 = 0;
+            for (; d0 + 16 <= D; d0 += 16) mc_attn_transpose16((const float*)k + j0 * ld + d0, ld,
+                                                                (float*)kp + d0 * MC_ATTN_BN + j0, MC_ATTN_BN);
+            for (int64_t j = j0; j < j0 + 16; ++j)
+                for (int64_t d = d0; d < D; ++d) kp[d * MC_ATTN_BN + j] = k[j * ld + d];
+        }
+    }
+#endif
+    for (int64_t j = j0; j < whole; ++j) {
+        if (j < cols)
+            for (int64_t d = 0; d < D; ++d) kp[d * MC_ATTN_BN + j] = k[j * ld + d];
+        else
+            for (int64_t d = 0; d < D; ++d) kp[d * MC_ATTN_BN + j] = 0;
+    }
 }
 
 // A grown-on-demand, 64-byte-aligned scratch block per thread.
@@ -317,14 +372,8 @@ static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_
         }
         if (!any) continue;  // a tile the mask hides entirely: skipped (exact, see above)
         // kp <- kt[:, n0:n0+BN], zero past N; the loop order follows kt's smaller stride.
-        if (pr.kt_row == 1) {  // k's rows (kt = k.T): contiguous reads, each scattered down a column of kp
-            for (int64_t j = 0; j < whole; ++j) {
-                const T* src = kt + (n0 + j) * pr.kt_col;
-                if (j < cols)
-                    for (int64_t d = 0; d < D; ++d) kp[d * BN + j] = src[d];
-                else
-                    for (int64_t d = 0; d < D; ++d) kp[d * BN + j] = 0;
-            }
+        if (pr.kt_row == 1) {  // k's rows (kt = k.T): a transpose
+            mc_attn_pack_k_rows<T>(kt + n0 * pr.kt_col, pr.kt_col, cols, whole, D, kp);
         } else {
             for (int64_t d = 0; d < D; ++d) {
                 const T* src = kt + d * pr.kt_row + n0 * pr.kt_col;
