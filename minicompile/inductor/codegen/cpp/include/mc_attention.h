@@ -9,8 +9,9 @@
 // (or / scale), for each of `batch` matrices: q is M x D, kt D x N, v N x DV, the
 // mask M x N booleans, out M x DV, each read at its own strides.
 //
-// One task is a block of MC_ATTN_BM query rows of one batch matrix (the OpenMP loop
-// runs over all of them, dynamically: a causal mask makes later blocks longer).  The
+// One task is a block of at most MC_ATTN_BM query rows of one batch matrix (the blocks of
+// a matrix equally tall; the OpenMP loop runs over all of them, dynamically: a causal
+// mask makes later blocks longer).  The
 // task copies its rows of q into a packed block, then walks the keys MC_ATTN_BN at a time:
 //   * S = Q Kt for the tile (Kt's columns packed, a register-tiled product),
 //     scaled, then `where(mask, S, fill)`; columns past N are -inf;
@@ -90,7 +91,7 @@ enum { MC_ATTN_VBYTES = 64, MC_ATTN_NV = 4 };
 #else
 enum { MC_ATTN_VBYTES = 32, MC_ATTN_NV = 2 };
 #endif
-enum { MC_ATTN_R = 4, MC_ATTN_BM = 128, MC_ATTN_BN = 64 };
+enum { MC_ATTN_R = 6, MC_ATTN_BM = 132, MC_ATTN_BN = 64 };
 
 typedef float mc_attn_vf __attribute__((vector_size(MC_ATTN_VBYTES)));
 typedef double mc_attn_vd __attribute__((vector_size(MC_ATTN_VBYTES)));
@@ -297,21 +298,21 @@ static inline bool mc_attn_kept_range(const uint8_t* mr, int64_t stride, int64_t
     return false;
 }
 
-// The rows [i0, i0 + MC_ATTN_BM) of batch matrix b (see the top of this file).  Each register
+// The rows [i0, i0 + bm) of batch matrix b (bm <= MC_ATTN_BM; see the top of this file).  Each register
 // tile of MC_ATTN_R rows computes, in each tile of keys, only the columns between the first
 // and the last that one of its rows keeps, where the others are exactly nothing (a fill of
 // -inf, or rows whose maximum is far above the fill): the causal mask's diagonal tiles cost half.
 template <class T>
 static void mc_attention_block(const T* q, const T* kt, const T* v, const uint8_t* mask, T* out,
                                const mc_attention_problem& problem, const mc_attn_layout<T>& pr, int64_t b,
-                               int64_t i0) {
+                               int64_t i0, int64_t bm) {
     typedef mc_attn_traits<T> X;
     typedef typename X::vec V;
     constexpr int W = sizeof(V) / sizeof(T), BM = MC_ATTN_BM, BN = MC_ATTN_BN, R = MC_ATTN_R;
     constexpr int G = BM / R;  // register tiles of rows per block
     const T neg_inf = -INFINITY;
     const int64_t D = pr.D, DV = pr.DV, dvp = (DV + W - 1) / W * W;  // acc and vp rows: DV padded to vectors
-    const int64_t rows = pr.M - i0 < BM ? pr.M - i0 : BM, groups = (rows + R - 1) / R;
+    const int64_t rows = pr.M - i0 < bm ? pr.M - i0 : bm, groups = (rows + R - 1) / R;
     q += mc_attn_batch_offset(problem, MC_ATTN_Q, b);
     kt += mc_attn_batch_offset(problem, MC_ATTN_KT, b);
     v += mc_attn_batch_offset(problem, MC_ATTN_V, b);
@@ -474,12 +475,13 @@ template <class T>
 static void mc_attention(const T* q, const T* kt, const T* v, const uint8_t* mask, T* out,
                          const mc_attention_problem& problem) {
     const mc_attn_layout<T> pr(problem);
-    const int64_t blocks = (pr.M + MC_ATTN_BM - 1) / MC_ATTN_BM;
+    const int64_t blocks = (pr.M + MC_ATTN_BM - 1) / MC_ATTN_BM;  // of bm rows, a multiple of R
+    const int64_t bm = ((pr.M + blocks - 1) / blocks + MC_ATTN_R - 1) / MC_ATTN_R * MC_ATTN_R;
     const int threads = problem.threads > 0 ? problem.threads : omp_get_max_threads();
     if (!problem.has_mask) mask = nullptr;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if(threads > 1)
     for (int64_t task = 0; task < pr.batch * blocks; ++task)
-        mc_attention_block<T>(q, kt, v, mask, out, problem, pr, task / blocks, task % blocks * MC_ATTN_BM);
+        mc_attention_block<T>(q, kt, v, mask, out, problem, pr, task / blocks, task % blocks * bm, bm);
 }
 
 extern "C" void mc_attention_f32(const float* q, const float* kt, const float* v, const uint8_t* mask, float* out,
