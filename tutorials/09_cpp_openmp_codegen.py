@@ -381,3 +381,6 @@ np.testing.assert_allclose(y64, 0.5 * x64 * (1.0 + np.tanh(0.7978845608 * (x64 +
 # | our float64 log | 4M float64 e^u, u in [-30, 30] (a scaled copy alone: 1.3 ns) | std::log 5.3 ns per element | 2.2 ns (16K in cache: 1.72) |
 # | a float64 GELU before those | 4M float64 | 67 ms (float32: 3 ms) | |
 # | kept intermediates (`wrapper.py`) | MobileNetV2, batch 32 | page faults: about a fifth of the time | |
+# | the attention kernel's register tiles (`mc_attention.h`; an AVX-512 VM, one thread, CPU time of a C++ harness) | causal attention 8x8x256x64 float32 | 4 rows x 64 columns, blocks of 128 rows: 7.1–7.2 ms | 6 rows x 64 columns, blocks of at most 132: 5.2–5.5 ms |
+# | ... kᵀ's tiles packed by 16 x 16 register transposes | same | scattered stores: 7.6–7.7 ms | 7.1–7.2 ms |
+# | ... only the columns a register tile of rows keeps | same, wall time of one thread | whole tiles skipped only: 8.4 ms | 7.8–7.9 ms |
