@@ -212,3 +212,20 @@ def test_masked_tiles_are_skipped_only_where_exact(kind, fill):
         want = fn(q, k, v, mask)
         got = mc.compile(fn, backend="cpp")(q, k, v, mask)
     np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5, equal_nan=True)
+
+
+def test_a_view_at_no_fixed_strides_is_copied_first_and_the_schedule_says_so():
+    def attention(q, k, v):
+        kt = k.transpose(0, 3, 2, 1).reshape(2, 8, 9)  # merges two axes whose strides do not chain
+        s = q @ kt
+        s = s - s.max(axis=-1, keepdims=True)
+        e = np.exp(s)
+        return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((2, 5, 8), (2, 9, 4, 2), (2, 9, 3)))
+    compiled = mc.compile(attention, backend="cpp")
+    np.testing.assert_allclose(compiled(q, k, v), attention(q, k, v), rtol=3e-5, atol=3e-5)
+    graph = compiled_graph(compiled)
+    assert "reshape copied to a contiguous array first" in graph.schedule
+    assert "_np.ascontiguousarray(reshape)" in graph.wrapper_source

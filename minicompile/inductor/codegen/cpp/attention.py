@@ -256,8 +256,11 @@ def describe(schedule, kernel_args: dict[str, list[str]]) -> dict[str, str]:
             continue
         operands = ", ".join(a.name for a in ext.args[:4] if isinstance(a, L.BufferRef))
         if kernel_name(ext, schedule) in kernel_args:
+            copied = [a for a in kernel_args[kernel_name(ext, schedule)][:-1] if a not in schedule.buffers]
             lines[ext.name] = (f"{ext.name} = {kernel_name(ext, schedule)}({operands})  generated C++ flash "
-                               "attention: online softmax over tiles of kᵀ and v, the scores never stored")
+                               "attention: online softmax over tiles of kᵀ and v, the scores never stored"
+                               + "".join(f"; {a} copied to a contiguous array first (a view at no fixed strides)"
+                                         for a in copied))
         else:
             lines[ext.name] = (f"extern {ext.name} = np.attention(...)  the NumPy reference: "
                                f"{why_not(ext, schedule)}")
