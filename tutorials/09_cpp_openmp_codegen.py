@@ -178,9 +178,10 @@ np.testing.assert_allclose(mlp_layer(*inputs)[0], pre_v * 0.5 * (np.tanh(pre_v) 
 # head.  `inductor/fuse_attention.py` finds the pattern in the graph and makes
 # it one `attention` node (the `patterns` log says where it fired), and
 # `codegen/cpp/attention.py` generates one C++ function for it.  The function
-# only fills in sizes, strides, the scale and the fill, and a lambda giving
-# each head's offsets (a mask broadcast over heads has stride 0); the kernel
-# itself is hand-written, `include/mc_attention.h`: blocks of query rows over
+# only describes the problem — sizes, each operand's offset and strides (a mask
+# broadcast over heads has stride 0 there), the scale and the fill — and calls
+# the kernel, which like the GEMM is compiled once per machine into the C++
+# runtime.  The kernel is hand-written, `include/mc_attention.h`: blocks of query rows over
 # the OpenMP threads, each walking 64-column tiles of `kᵀ` and `v` with an
 # *online softmax* — a running maximum `m`, a running sum `l` and an
 # accumulator rescaled by `exp(m_old - m_new)` when the maximum grows — so
@@ -215,6 +216,9 @@ attention_graph = attend.cache[0].compiled
 source = attention_graph.kernel_source
 print(source[source.index('extern "C" void g0_attn'):])  # the whole generated function
 print(attention_graph.schedule)
+# The heart of the hand-written kernel: one row's online softmax over a tile of keys.
+header = (Path(mc.__file__).parent / "inductor/codegen/cpp/include/mc_attention.h").read_text()
+print(header[header.index("            const T m_new"):header.index("            m[r] = m_new;") + 26])
 assert attention_graph.kernels == [] and attention_graph.extern_kernels == ["g0_attn_attention"]
 assert "mc_attention_binding.h" in source and "_op_matmul" not in attention_graph.wrapper_source
 np.testing.assert_allclose(result, causal_attention(*qkv, causal), rtol=3e-5, atol=3e-5)
