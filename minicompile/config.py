@@ -66,7 +66,7 @@ cache_dir: Path = _setting(
 
 runtime_dir: Path = _setting(
     "runtime_dir", "MINICOMPILE_RUNTIME_DIR", cache_dir / "runtime",
-    "Where the C++ runtime library (code every graph's kernels share: the generated GEMM) is "
+    "Where the C++ runtime library (code every graph's kernels share: the generated GEMM, the attention kernel) is "
     "kept; apart from cache_dir, so that an empty cache_dir (a cold compile, timed) still finds "
     "the runtime built once. `python -m minicompile runtime` builds it ahead of first use.",
     parse=Path, shown="cache_dir/runtime")
@@ -93,9 +93,10 @@ loop_unroll_limit: int = _setting(
 
 attention_template: bool = _flag(
     "attention_template", "MINICOMPILE_ATTENTION_TEMPLATE", True,
-    "Triton backend: softmax attention written as NumPy ops (q @ k.T, scaled, masked, softmax, @ v) "
-    "runs as one flash-attention kernel; 0 keeps the ops as they are (two matmuls and the softmax's "
+    "Triton and C++ backends: softmax attention written as NumPy ops (q @ k.T, scaled, masked, softmax, "
+    "@ v) runs as one flash-attention kernel; 0 keeps the ops as they are (two matmuls and the softmax's "
     "kernels).")
+
 
 def _precision(raw: str) -> str:
     if raw not in ("ieee", "tf32x3"):

@@ -15,7 +15,7 @@ import pytest
 
 from minicompile import ir
 from minicompile.inductor import codecache, compile_graph
-from minicompile.inductor.codegen.cpp import interleave, matmul, runtime, streaming
+from minicompile.inductor.codegen.cpp import attention, interleave, matmul, runtime, streaming
 from minicompile.inductor.codegen.cpp.ops import COMPLEX_HEADER, HEADERS, INCLUDE_DIR
 from minicompile.ir import TensorMeta
 
@@ -41,9 +41,12 @@ def test_generated_code_names_the_headers_instead_of_pasting_them():
 
 def test_every_header_a_translation_unit_names_exists():
     names = HEADERS + (COMPLEX_HEADER, streaming.HEADER, interleave.HEADER, matmul.HEADER,
-                       matmul.RUNTIME_HEADER, runtime.ALLOCATOR_HEADER)
+                       matmul.RUNTIME_HEADER, runtime.ALLOCATOR_HEADER, attention.HEADER, attention.RUNTIME_HEADER,
+                       attention.PROBLEM_HEADER)
     assert sorted(names) == sorted(p.name for p in INCLUDE_DIR.glob("*.h"))
-    assert [p.name for p, _ in codecache.included_headers(runtime.SOURCE)] == [matmul.RUNTIME_HEADER, runtime.ALLOCATOR_HEADER]
+    runtime_headers = [p.name for p, _ in codecache.included_headers(runtime.SOURCE)]
+    assert runtime_headers[:3] == [matmul.RUNTIME_HEADER, runtime.ALLOCATOR_HEADER, attention.RUNTIME_HEADER]
+    assert set(runtime_headers[3:]) == {attention.PROBLEM_HEADER, "mc_math_f32.h", "mc_math_f64.h"}
 
 
 def test_the_headers_are_package_data():

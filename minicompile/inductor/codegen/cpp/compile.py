@@ -6,6 +6,7 @@ Out: a :class:`CompiledGraph`, called like the graph itself.
 
 The pipeline, one module per stage: decompositions (``inductor.decompositions``) ->
 constant folding, simplification, CSE and dead-code elimination (``ir.passes``) ->
+softmax attention made one node (``inductor.fuse_attention``; :mod:`.attention` generates it) ->
 lowering to loop IR (``inductor.lowering``) -> scheduling and fusion
 (``inductor.scheduler``) -> C++ (``kernel``) and the Python wrapper (``wrapper``)
 -> compiled and loaded through the cache (``inductor.codecache``).  When no C++ compiler is available,
@@ -21,8 +22,9 @@ import numpy as np
 from .... import ir, logs
 from ....ir import symbolic
 from ....warn import warn
-from ... import codecache, decompositions, loops, memory, scheduler
-from . import kernel as cpp, loop_driver, matmul, runtime, wrapper
+from ... import codecache, decompositions, loop_ir as L, loops, memory, scheduler
+from ...fuse_attention import fuse_attention
+from . import attention, kernel as cpp, loop_driver, matmul, runtime, wrapper
 from ...compiled import CompiledGraph
 
 
@@ -76,7 +78,7 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
              loop_carried: int | None = None) -> CompiledGraph:
     """``loop_carried``: the graph is a loop's body with that many carried values (its
     kernels are also driven by a generated C++ loop, where the body fits one)."""
-    graph = decompositions.before_lowering(graph)
+    graph = fuse_attention(decompositions.before_lowering(graph))
     if sizes_as_args and any(symbolic.has_division(n.meta.shape) for n in graph.nodes if n.meta is not None):
         raise symbolic.SymbolicUnsupported("a size divides (a strided slice)")
     sched = scheduler.schedule(graph, list(example_inputs), row_fusion=row_fusion)
@@ -90,6 +92,8 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     epilogues = matmul.epilogues(sched)  # (cpp.generate made the same choice)
     # What runs, as the wrapper runs it: generated GEMMs, values kept in registers.
     sched.runs.update(matmul.describe(sched, kernel_args, epilogues))
+    sched.runs.update(attention.describe(sched, kernel_args))
+    sched.decisions.update(attention.view_decisions(sched, kernel_args))
     schedule_text = sched.describe(sched.never_stored())
     logs.log("schedule", schedule_text)
     plan = memory.plan(sched, kernel_args)
@@ -115,10 +119,11 @@ def _compile(graph: ir.Graph, example_inputs: list, row_fusion: bool, sizes_as_a
     compiled.loop_unfit = unfit
     for kernel, ext in epilogues.items():  # the kernel computes the product too
         compiled.kernel_origins[kernel] = [ext.name] + compiled.kernel_origins[kernel]
-    # Matmuls generated as C++ with an entry of their own (one run inside its epilogue has none).
+    # Matmuls and attentions generated as C++ with an entry of their own (one run inside its epilogue has none).
     compiled.extern_kernels = [name for name, args in kernel_args.items()
                                if name not in compiled.kernel_origins and args]
     for ext in sched.steps:
-        if matmul.kernel_name(ext, sched) in compiled.extern_kernels:
-            compiled.kernel_origins[matmul.kernel_name(ext, sched)] = [ext.name]
+        entry = wrapper.generated_entry(ext, sched, kernel_args) if isinstance(ext, L.Extern) else None
+        if entry in compiled.extern_kernels:
+            compiled.kernel_origins[entry] = [ext.name]
     return compiled

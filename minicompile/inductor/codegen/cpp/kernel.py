@@ -56,7 +56,7 @@ from ... import loop_ir as L
 from ...lowering import MASKED_OPS, border_checks, data_loads, masked_parts
 from ...scheduler import Buffer, Kernel, Schedule
 from ....ir.symbolic import input_symbols, is_symbolic
-from . import interleave, matmul, reductions, streaming, tiling
+from . import attention, interleave, matmul, reductions, streaming, tiling
 from ..common import LineWriter
 from .ops import ARRAY_DATA_OFFSET, COMPLEX_HEADER, HALF, HEADERS, cast, ctype, includes, input_ctype, literal, op_template, \
     render_index, temp_ctype
@@ -522,7 +522,8 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
     A float32 matmul generated as C++ (:mod:`.matmul`) has the entry
     ``mm_<name>``; when the pointwise kernel after it is its epilogue, that
     kernel's entry computes both (arguments ``A, B, product, its own...``) and
-    ``mm_<name>``'s argument list is empty: the wrapper only allocates the product."""
+    ``mm_<name>``'s argument list is empty: the wrapper only allocates the product.
+    An ``attention`` node (:mod:`.attention`) has the entry ``attn_<name>``."""
     headers = list(HEADERS)
     if any(b.dtype.kind == "c" for b in schedule.buffers.values()):
         headers.append(COMPLEX_HEADER)
@@ -538,6 +539,11 @@ def generate(schedule: Schedule) -> tuple[str, dict[str, list[str]]]:
         elif (text := matmul.generate(ext, schedule, symbols)) is not None:
             parts.append(text)
             args[matmul.kernel_name(ext, schedule)] = [b for b, _ in matmul.operands(ext, schedule)] + [ext.name]
+        elif (found := attention.generate(ext, schedule, symbols)) is not None:
+            parts.append(found[0])
+            args[attention.kernel_name(ext, schedule)] = found[1]
+            if attention.HEADER not in headers:
+                headers.append(attention.HEADER)
     kept = schedule.never_stored()  # stores nothing else reads: in registers only
     for kernel in schedule.kernels:
         internal = kept[kernel.name]

@@ -1,15 +1,17 @@
 """The C++ runtime library: code every generated kernel library may call.
 
 In:  a kernel library (``ctypes.CDLL``) just loaded by :mod:`...codecache`.
-Out: :func:`bind` hands it the runtime's entry points — today the packed
-     float32 GEMM of :mod:`.matmul` — through the ``mc_bind_*``
-     setters the library exports (a library without them needs nothing).
+Out: :func:`bind` hands it the runtime's entry points — the packed
+     float32 GEMM of :mod:`.matmul` and the attention kernels of :mod:`.attention` —
+     through the ``mc_bind_*`` setters the library exports (a library without
+     them needs nothing).
      :func:`library` is the runtime itself, which also holds the caching
      allocator's C functions (``include/mc_allocator.h``; :mod:`.allocator`
      installs them as NumPy's memory handler).
 
-Why a library of its own: the GEMM is the same for every graph, and compiling
-it takes about a second — as long as a whole graph's kernels.  It is compiled
+Why a library of its own: the GEMM and the attention kernel are the same for every
+graph (only their arguments differ), and compiling either takes about a second —
+as long as a whole graph's kernels.  It is compiled
 once per machine (and compiler, flags, CPU: the same cache key as kernels) into
 a directory of its own (``config.runtime_dir``), so that pointing
 ``config.cache_dir`` somewhere empty to time a cold graph compile (as
@@ -25,16 +27,17 @@ import threading
 
 from .... import config
 from ... import codecache
-from . import matmul
+from . import attention, matmul
 from .ops import includes
 
-# The GEMM, and the caching allocator's functions (why and how:
-# :mod:`.allocator`, which installs them), in one library.
+# The GEMM, the attention kernels, and the caching allocator's functions (why and
+# how: :mod:`.allocator`, which installs them), in one library.
 ALLOCATOR_HEADER = "mc_allocator.h"
-SOURCE = includes([matmul.RUNTIME_HEADER, ALLOCATOR_HEADER]) + "\n"
+SOURCE = includes([matmul.RUNTIME_HEADER, ALLOCATOR_HEADER, attention.RUNTIME_HEADER]) + "\n"
 
 _lock = threading.Lock()
 _gemm: int | None = None
+_attention: tuple[int, int] | None = None
 
 
 def library() -> ctypes.CDLL:
@@ -52,15 +55,29 @@ def gemm_address() -> int:
         return _gemm
 
 
+def attention_addresses() -> tuple[int, int]:
+    """The addresses of ``mc_attention_f32`` and ``mc_attention_f64``, compiling the runtime on first use."""
+    global _attention
+    with _lock:
+        if _attention is None:
+            lib = library()
+            _attention = tuple(ctypes.cast(fn, ctypes.c_void_p).value
+                               for fn in (lib.mc_attention_f32, lib.mc_attention_f64))
+        return _attention
+
+
 def bind(lib: ctypes.CDLL) -> None:
     """Give ``lib`` the runtime functions it declares."""
-    try:
-        setter = lib.mc_bind_gemm
-    except AttributeError:
-        return
-    setter.argtypes = [ctypes.c_void_p]
-    setter.restype = None
-    setter(gemm_address())
+    for setter_name, addresses in (("mc_bind_gemm", lambda: (gemm_address(),)),
+                                   ("mc_bind_attention", attention_addresses)):
+        try:
+            setter = getattr(lib, setter_name)
+        except AttributeError:
+            continue
+        values = addresses()
+        setter.argtypes = [ctypes.c_void_p] * len(values)
+        setter.restype = None
+        setter(*values)
 
 
 def build() -> int:

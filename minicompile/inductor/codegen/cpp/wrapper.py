@@ -27,7 +27,7 @@ from ....ir.graph import format_value
 from ....ir.symbolic import input_symbols, is_symbolic
 from ... import loop_ir as L
 from ... import memory
-from . import allocator, matmul
+from . import allocator, attention, matmul
 from ..common import Names, extern_call
 from .ops import ARRAY_DATA_OFFSET
 from ...scheduler import Kernel, Schedule
@@ -159,8 +159,8 @@ class _WrapperWriter:
         self.emit(f"{kernel.name}({ptrs})")
 
     def _extern(self, ext: L.Extern) -> None:
-        generated = matmul.kernel_name(ext, self.s)
-        if generated in self.kernel_args:
+        generated = generated_entry(ext, self.s, self.kernel_args)
+        if generated is not None:
             self._generated_extern(ext, generated)
             return
         call = extern_call(ext, self.array)
@@ -173,10 +173,11 @@ class _WrapperWriter:
 
 
     def _generated_extern(self, ext: L.Extern, kernel: str) -> None:
-        """An extern the C++ backend generated (a float32 matmul): its result
-        allocated here, then its operands as C-contiguous arrays (a no-op for
-        the buffers the wrapper made) — unless the kernel of its epilogue
-        computes it, later."""
+        """An extern the C++ backend generated (a float32 matmul, an attention): its
+        result allocated here, then its operands — for a matmul as C-contiguous arrays
+        (a no-op for the buffers the wrapper made); an attention reads buffers at their
+        own strides, and only a view it could not read so is made contiguous — unless
+        the kernel of its epilogue computes it, later."""
         out = self.names.new(f"buf_{ext.name}")
         self.var[ext.name] = out
         self.emit(f"{out} = {self.allocate(ext.name, ext.shape, ext.dtype)}")
@@ -187,12 +188,22 @@ class _WrapperWriter:
         for name in self.kernel_args[kernel][:-1]:
             local = self.array(name)
             buf = self.s.buffers.get(name)
-            if buf is None or buf.strides != L.contiguous_strides(buf.shape):
+            at_strides = ext.op_name == "attention" and buf is not None
+            if not at_strides and (buf is None or buf.strides != L.contiguous_strides(buf.shape)):
                 local = f"_np.ascontiguousarray({local})"
             operands.append(local)
         suffix = "" if ARRAYS_BY_OBJECT else ".ctypes.data"
         args = [f"{a}{suffix}" for a in operands + [out]] + list(self.symbols)
-        self.emit(f"{kernel}({', '.join(args)})  # generated, not BLAS")
+        self.emit(f"{kernel}({', '.join(args)})  # generated, not {'BLAS' if ext.op_name == 'matmul' else 'NumPy'}")
+
+
+def generated_entry(ext: L.Extern, schedule: Schedule, kernel_args: dict[str, list[str]]) -> str | None:
+    """The generated C++ function that computes Extern ``ext`` instead of NumPy (a
+    matmul's GEMM, an attention kernel), or None when NumPy runs it."""
+    for name in (matmul.kernel_name(ext, schedule), attention.kernel_name(ext, schedule)):
+        if name in kernel_args:
+            return name
+    return None
 
 
 def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: memory.MemoryPlan) -> set[str]:
@@ -212,7 +223,7 @@ def kept_buffers(schedule: Schedule, kernel_args: dict[str, list[str]], plan: me
     for step in schedule.steps:
         if not isinstance(step, L.Extern):
             continue
-        if matmul.kernel_name(step, schedule) in kernel_args:
+        if generated_entry(step, schedule, kernel_args) is not None:
             products.add(step.name)
         else:
             seen_by_numpy |= set(step.inputs)
@@ -264,10 +275,10 @@ def build(source: str, schedule: Schedule, kernel_args: dict[str, list[str]], li
         fn.restype = None
         namespace[kernel.name] = fn
     for ext in schedule.steps:
-        name = matmul.kernel_name(ext, schedule) if isinstance(ext, L.Extern) else None
+        name = generated_entry(ext, schedule, kernel_args) if isinstance(ext, L.Extern) else None
         if kernel_args.get(name):  # an empty list: the matmul runs inside its epilogue's kernel
             fn = lib[name + ("_obj" if ARRAYS_BY_OBJECT else "")]
-            fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * 3 \
+            fn.argtypes = [ctypes.py_object if ARRAYS_BY_OBJECT else ctypes.c_void_p] * len(kernel_args[name]) \
                 + [ctypes.c_int64] * len(symbols)
             fn.restype = None
             namespace[name] = fn
