@@ -126,7 +126,9 @@ def _attention_grad(q, kt, v, mask, dout, lse, delta, scale=None, divide=False, 
 
 
 def _attention_batch(*metas) -> tuple:
-    return tuple(np.broadcast_shapes(*(m.shape[:-2] for m in metas if isinstance(m, TensorMeta))))
+    """The batch dimensions of ``metas`` (TensorMeta or None) broadcast together."""
+    batches = [m.shape[:-2] for m in metas if isinstance(m, TensorMeta)]
+    return symbolic_broadcast(batches) if is_symbolic(batches) else tuple(np.broadcast_shapes(*batches))
 
 
 def _attention_lse_meta(q: TensorMeta, kt: TensorMeta, mask=None, scale=None, divide=False,
