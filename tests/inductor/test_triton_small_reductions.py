@@ -105,17 +105,22 @@ def test_small_reductions_equal_numpy_and_are_written_out(case):
     kinds = {k.kind for k in kernels_of(compiled)}
     # The persistent form's max/min trees leave the sign of a tie of zeros open; the unrolled form keeps NumPy's.
     assert_matches(actual, expected, x.dtype, signs=kind not in ("max", "min") or kinds == {"unrolled"})
-    if 2 <= rnumel <= unrolled.UNROLL_MAX and expected.size > 0:
+    # Rows along the contiguous axis stay persistent (coalesced there); others are written out.
+    last = max((i for i, n in enumerate(x.shape) if n > 1), default=None)
+    if 2 <= rnumel <= unrolled.UNROLL_MAX and expected.size > 0 and last not in axes:
         assert kinds == {"unrolled"}, (rnumel, kinds)
     assert rnumel <= unrolled.UNROLL_MAX or "unrolled" not in kinds
 
 
-def test_the_threshold_and_argmax_keep_the_persistent_form():
-    x = np.arange(2 * 33, dtype=np.float32).reshape(2, 33)
+def test_the_threshold_contiguous_rows_and_argmax_keep_the_persistent_form():
+    x = np.arange(33 * 2, dtype=np.float32).reshape(33, 2)
     for n, kind in ((unrolled.UNROLL_MAX, "unrolled"), (unrolled.UNROLL_MAX + 1, "persistent")):
-        compiled = mc.compile(lambda x: x.sum(axis=1), backend="triton")
-        np.testing.assert_allclose(compiled(x[:, :n]), x[:, :n].sum(axis=1))
+        compiled = mc.compile(lambda x: x.sum(axis=0), backend="triton")
+        np.testing.assert_allclose(compiled(x[:n]), x[:n].sum(axis=0))
         assert [k.kind for k in kernels_of(compiled)] == [kind]
+    compiled = mc.compile(lambda x: x.sum(axis=1), backend="triton")  # rows lying contiguous
+    np.testing.assert_allclose(compiled(x.T[:, :16].copy()), x.T[:, :16].sum(axis=1))
+    assert [k.kind for k in kernels_of(compiled)] == ["persistent"]
     compiled = mc.compile(lambda x: np.argmax(x, axis=1), backend="triton")
     y = np.array([[1.0, np.nan, 3.0], [2.0, 2.0, 1.0]], np.float32)
     np.testing.assert_array_equal(compiled(y), np.argmax(y, axis=1))
@@ -155,6 +160,9 @@ def test_depthwise_convolution_is_one_unrolled_kernel(n, h, w, c, stride, dtype,
     expected = depthwise_block(x, wt, b, stride)
     assert_matches(compiled(x, wt, b, stride), expected, np.dtype(dtype), rtol=2e-2 if dtype == np.float16 else None)
     (kernel,) = kernels_of(compiled)
+    if c == 1:  # one channel: the windows' rows lie along the contiguous axis, read by the persistent form
+        assert kernel.kind == "persistent"
+        return
     assert kernel.kind == "unrolled" and kernel.name.split("_")[2] == "unr"  # g0_triton_unr_...
     src = kernel.source
     assert src.count("# r0 = ") == 9 and "tl.reduce" not in src and "RBLOCK" not in src

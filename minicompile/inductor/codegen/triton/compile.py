@@ -231,7 +231,7 @@ def generate(schedule: Schedule) -> TritonModule:
         elif isinstance(step, Kernel):
             if 0 in step.ranges:
                 continue  # an empty output: nothing to compute
-            if step.reductions and unrolls(step):
+            if step.reductions and unrolls(step, schedule.buffers):
                 tk = unrolled_reduction_kernel(step, kernel_name("unr", index, step.origins, op_of, prefix),
                                                schedule.buffers, kept[step.name])
             elif step.reductions:
