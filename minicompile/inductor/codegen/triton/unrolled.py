@@ -93,7 +93,7 @@ def unrolls(kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
 def _along_the_row(load: L.Load, kernel: Kernel, buffers: dict[str, Buffer]) -> bool:
     """Whether ``load`` walks the buffer's unit-stride axis with the row's innermost variable."""
     buffer = buffers.get(load.buffer)
-    if buffer is None or len(buffer.strides) != len(load.index):
+    if buffer is None or len(buffer.strides) != len(load.index) or not kernel.reduction_ranges:
         return False
     inner = L.loop_vars("r", kernel.reduction_ranges)[-1]
     return any(stride == 1 and dict(index.terms).get(inner, 0) != 0
