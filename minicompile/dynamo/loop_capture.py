@@ -304,6 +304,9 @@ class LoopTrace:
         saved_mutations, saved_effects = output.mutations, len(output.side_effects.log)
         saved_stores, saved_kept = output.side_effects.attribute_stores, output.side_effects.kept
         output.side_effects.kept = saved_effects  # a store in the body never replaces one before the loop
+        # (Before the memories become the body's placeholders: reading a view's node after
+        # that would replay the view on a placeholder, into the graph before the loop.)
+        head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
         for g in groups:
             g.placeholder = body.placeholder(g.names[0], g.head.meta)
             if g.root is not None:
@@ -322,7 +325,6 @@ class LoopTrace:
         index_node = body.placeholder("index", INDEX_META)
         index = ArrayVariable(index_node, scalar=True)
         index.weak = self._index_bounds()
-        head_views = {name: _view_key(v) for name, v in head_locals.items() if isinstance(v, ArrayVariable)}
         output.current, output.loop_scope = body, self
         try:
             self._enter(index)

@@ -58,6 +58,15 @@ INT_STATEMENTS = [
 ]
 
 
+# A view of an argument taken before the loop (``w = u[1:-1]``), read and written in the
+# body: each read sees u's latest writes.  (Reading it at the loop's head once replayed the
+# view on the body's input in the graph before the loop: a crash, and a stale view.)
+VIEW_STATEMENTS = [
+    "u[i % 7] += w[i % 7] * 0.1",
+    "w[i % 7] += 0.5",
+]
+
+
 FELL_BACK = ".*the compiled code of .* raised"  # minicompile's warning when it runs the function as Python
 
 
@@ -65,13 +74,14 @@ def writes_then_rebinds(statements: list[str]) -> bool:
     """An argument written in place and an array rebound in the body: eager NumPy may
     write the caller's array in the first iteration only, and the loop then unrolls."""
     lines = [line for s in statements for line in s.splitlines()]
-    writes = any(line.startswith(("u[", "v[", "u +=", "v +=")) for line in lines)
+    writes = any(line.startswith(("u[", "v[", "u +=", "v +=", "w[")) for line in lines)
     return writes and any(line.startswith(("u = ", "v = ", "u, v = ")) for line in lines)
 
 
 def program(statements: list[str]) -> str:
     body = textwrap.indent("\n".join(statements), " " * 8)
-    return f"def f(u, v, n):\n    t, k, p = 0.5, 0, 0\n    for i in range(n):\n{body}\n    return u, v, t, k, p\n"
+    view = "    w = u[1:-1]\n" if any(s in VIEW_STATEMENTS for s in statements) else ""
+    return f"def f(u, v, n):\n    t, k, p = 0.5, 0, 0\n{view}    for i in range(n):\n{body}\n    return u, v, t, k, p\n"
 
 
 def build(source: str):
@@ -130,7 +140,7 @@ def loops_as_nodes():
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(STATEMENTS + INT_STATEMENTS), min_size=1, max_size=4),
+@given(st.lists(st.sampled_from(STATEMENTS + INT_STATEMENTS + VIEW_STATEMENTS), min_size=1, max_size=4),
        st.sampled_from([np.float32, np.float64]))
 def test_random_loop_bodies(statements, dtype):
     source = program(statements)
@@ -713,3 +723,22 @@ def test_random_loops_over_rows(header, statements, n):
             assert np.shares_memory(got[3], got_args[0]) == np.shares_memory(want[3], want_args[0])
             for g, w in zip(got_args, want_args):
                 np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_taken_before_the_loop_reads_and_writes_the_carried_array(backend):
+    """``v = u[1:-1]`` before a loop node, written and read in its body: every read sees the
+    body's writes to u (the view was once replayed on the body's input in the graph before
+    the loop: the compiled code crashed)."""
+    def smooth(u):
+        v = u[1:-1]
+        for i in range(20):
+            v[i % 6] += 1
+            u[i % 7] += v[i % 6] * 0.5
+        return u
+
+    u = np.arange(8.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=FELL_BACK)
+        got = mc.compile(smooth, backend=backend)(u.copy())
+    np.testing.assert_array_equal(got, smooth(u.copy()))
