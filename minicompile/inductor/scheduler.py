@@ -68,6 +68,10 @@ from .lowering import TRANSCENDENTAL, data_loads, lower, lower_extern, map_loads
 ROW_RECOMPUTE_OPS = 4
 # Expressions up to this many ops are recomputed rather than stored.
 CHEAP_OPS = 8
+# An expression inlined into its one consumer is kept as a tree; past this many ops it is
+# realized instead, so a value read twice at each of many levels (lst[0] += lst[1] with both
+# items one array, unrolled) does not grow into 2**levels ops.
+MAX_INLINED_OPS = 512
 EXPENSIVE = TRANSCENDENTAL | {"floor_divide", "remainder"}
 MAX_NAME_LEN = 48
 # A backend's answer to "can you generate this lowered node as a kernel?":
@@ -440,9 +444,11 @@ class _Scheduler:
         consumers = sorted({c for c, _ in uses}, key=self.order.__getitem__)
         own = math.prod(node.shape)
         amplified = [c for c in consumers if _iteration_numel(self.lowered[c]) > own]
-        if len(uses) <= 1 and not amplified:
-            return True, f"inlined into its only consumer {consumers[0]}" if consumers else "inlined (unused)"
         ops, expensive = _op_count(body)
+        if len(uses) <= 1 and not amplified:
+            if ops > MAX_INLINED_OPS:  # (x + x) inlined into (y + y) ...: the tree doubles per level
+                return False, f"realized: {ops} ops as one expression (a value its consumer reads twice, nested)"
+            return True, f"inlined into its only consumer {consumers[0]}" if consumers else "inlined (unused)"
         why = f"{len(uses)} reads by {', '.join(consumers)}" + (" (broadcast)" if amplified else "")
         divides = any(isinstance(v, L.Op) and v.name == "divide" for v in L.walk(body))
         if not expensive and ops <= CHEAP_OPS and not (amplified and divides):

@@ -306,3 +306,23 @@ def test_a_dead_buffer_up_to_twice_the_size_is_reused_for_a_smaller_one(monkeypa
     g.output([g.call("matmul", c, w)])
     compiled = check(g, [rand(64, 64) * 0.1, rand(40, 8, seed=1)])
     assert ".view(_np.uint8)[:10240]" in compiled.wrapper_source and "# reuses exp" in compiled.wrapper_source
+
+
+def test_a_value_read_twice_at_every_level_is_realized_before_its_tree_doubles_away():
+    """``lst[0] += lst[1]`` with both items one array, unrolled n times, is x + x of x + x of ...:
+    inlining each level into its one consumer grew a tree of 2**n ops (minutes to compile at
+    n = 20).  Past MAX_INLINED_OPS the value is realized, and the result stays NumPy's."""
+    import minicompile as mc
+
+    def doubling(lst, n):
+        for _ in range(n):
+            lst[0] += lst[1]
+        return lst
+
+    compiled = mc.compile(doubling, backend="cpp")
+    shared = np.ones(3)
+    got = compiled([shared, shared], 24)
+    np.testing.assert_array_equal(got[0], np.full(3, 2.0 ** 24))
+    schedules = " ".join(getattr(e.compiled, "schedule", "") for e in compiled.cache)
+    assert "ops as one expression" in schedules
+    assert scheduler.MAX_INLINED_OPS < 2 ** 24
