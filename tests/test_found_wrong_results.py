@@ -430,6 +430,21 @@ def test_ties_of_signed_zeros_and_sums_of_negative_zeros_follow_numpy(backend):
         assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), (g, w)
 
 
+def row_passes_over_negative_zeros(x):
+    s = x.sum(axis=-1, keepdims=True)
+    return s, (x - s).sum(axis=-1, keepdims=True), x.mean(axis=-1)
+
+
+def test_rows_of_negative_zeros_sum_to_positive_zero_in_fused_row_passes(backend):
+    """Rows of -0.0 summed in a kernel of several passes over the same rows (the Triton
+    backend's row groups, softmax's form) gave -0.0: the persistent kernel's fix for NumPy's
+    sum starting from +0.0 was not shared by the row groups."""
+    x = np.full((4, 64), -0.0, np.float32)
+    got = mc.compile(row_passes_over_negative_zeros, backend=backend)(x)
+    for g, w in zip(got, row_passes_over_negative_zeros(x)):
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), (g, w)
+
+
 def stencil_written_in_place(u, w):
     u = u * 1.0
     u[1:-1] = 0.5 * (u[:-2] + u[2:]) * w[1:-1]

@@ -479,11 +479,16 @@ def tiled_pointwise_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer]
                         "\n".join([header] + w.lines), outs)
 
 
-def finish_reduction(w: ValueWriter, red: L.Reduction, acc_dtype: np.dtype, result: str, rnumel: object) -> str:
+def finish_reduction(w: ValueWriter, red: L.Reduction, acc_dtype: np.dtype, result: str, rnumel: object,
+                     tree: bool = False) -> str:
     """A row's accumulated ``result`` (a name, in ``acc_dtype``) made the reduction's
     value: a mean divided by the count in the accumulator's dtype (as np.mean;
-    correctly rounded), then cast to the reduction's dtype.  Returns the name
-    holding it (``result``, rewritten in place)."""
+    correctly rounded), then cast to the reduction's dtype.  ``tree``: the row was
+    summed as a tree of its elements alone (``tl.reduce``), where NumPy's sum starts
+    from +0.0: a row of negative zeros sums to +0.0 there, -0.0 in the tree.  Returns
+    the name holding it (``result``, rewritten in place)."""
+    if tree and red.reduction_type in ("sum", "mean") and acc_dtype.kind == "f":
+        w.line(f"{result} = tl.where({result} == 0, 0.0, {result})")
     if red.reduction_type == "mean":
         divide = "tl.div_rn({0}, {1})" if acc_dtype == F32 else "{0} / {1}"
         count = f"rnumel.to({triton_type(acc_dtype)})" if is_symbolic(rnumel) else repr(float(rnumel))
@@ -558,11 +563,9 @@ def reduction_kernel(kernel: Kernel, name: str, buffers: dict[str, Buffer],
         if red.reduction_type in ("max", "min") and acc_dtype.kind == "f":
             final = f"{final} + _nan_of({tile}, 1)"
         w.line(f"{result} = ({final})[:, None]")
-        if red.reduction_type in ("sum", "mean") and acc_dtype.kind == "f" and persistent:
-            # NumPy's sum starts from +0.0, so a row of negative zeros sums to +0.0;
-            # a tree of their sums alone would keep -0.0 (a looped row starts from 0).
-            w.line(f"{result} = tl.where({result} == 0, 0.0, {result})")
-        w.store(store.buffer, identity, finish_reduction(w, red, acc_dtype, result, rnumel), "[XBLOCK, 1]", "xmask")
+        # (A looped row starts from a block of +0.0: only the persistent one is a tree of its elements.)
+        w.store(store.buffer, identity, finish_reduction(w, red, acc_dtype, result, rnumel, tree=persistent),
+                "[XBLOCK, 1]", "xmask")
     for store in kernel.pointwise:
         w.store(store.buffer, identity, store.body, "[XBLOCK, 1]", "xmask")
     outs = stored(kernel, kept)

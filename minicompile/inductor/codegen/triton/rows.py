@@ -198,7 +198,7 @@ def _reduce(w: tg.ValueWriter, kernel: Kernel, group: RowGroup) -> None:
             final = f"{final} + _nan_of({tile}, 1)"
         result = w.tmp("red")
         w.line(f"{result} = ({final})[:, None]")
-        tg.finish_reduction(w, red, acc, result, group.cols)
+        tg.finish_reduction(w, red, acc, result, group.cols, tree=True)
         w.mask = "xmask"
         _keep(w, store.buffer, identity, result, "[XBLOCK, 1]")
         w.mask = "xmask & rmask"
