@@ -99,25 +99,36 @@ def _diff(E, g, out, a):  # out[i] = x[i+1] - x[i], n times: x[j] gets g[j-1] - 
 
 @derivative_rule("cumprod")
 def _cumprod(E, g, out, a):
-    # d out_i / d x_k = prod_{j <= i, j != k} x_j.  Before a row's first zero that is
-    # out_i / x_k, summed over i >= k (a reversed cumulative sum); after it, 0; at
-    # it, prod_{j < k} x_j * sum_{i >= k} g_i prod_{k < j <= i} x_j (no division).
+    # d out_i / d x_k = prod_{j < k} x_j * prod_{k < j <= i} x_j (i >= k), so the gradient is
+    # grad_k = L_k * S_k: L_k the exclusive cumulative product (out shifted by one, led by
+    # a 1) and S_k = sum_{i >= k} g_i prod_{k < j <= i} x_j, which satisfies
+    # S_k = g_k + x_{k+1} S_{k+1}.  That recurrence is a suffix scan of the affine maps
+    # s -> g_k + x_{k+1} s, composed in log2(n) doubling steps of shifts, products and sums
+    # (Hillis and Steele).  No division and no mask on x's values: right at zeros, and
+    # differentiated again (a Hessian) by the same ops' rules.
     x, axis = a["a"], a["axis"]
     if axis is None:  # the flattened array's cumulative product
         x, g, out = (E.call("reshape", v, (-1,)) for v in (a["a"], g, out))
         axis = 0
-    zero = E.call("equal", x, 0)
-    zeros_so_far = E.call("cumsum", zero, axis=axis)
-    before = E.call("equal", zeros_so_far, 0)
-    first = E.call("logical_and", zero, E.call("equal", zeros_so_far, 1))
-    from_then = E.call("greater_equal", zeros_so_far, 1)  # i >= the first zero
-    tail = E.call("flip", E.call("cumsum", E.call("flip", E.call("multiply", g, out), axis), axis=axis), axis)
-    grad = E.call("where", before, E.call("divide", tail, E.call("where", zero, 1, x)), 0)
-    head = E.call("cumprod", E.call("where", before, x, 1), axis=axis)  # prod_{j < first zero} x_j there
-    after = E.call("cumprod", E.call("where", E.call("logical_and", from_then, E.call("logical_not", first)), x, 1),
-                   axis=axis)
-    reach = E.call("sum", E.call("where", from_then, E.call("multiply", g, after), 0), axis=axis, keepdims=True)
-    grad = E.call("add", grad, E.call("where", first, E.call("multiply", head, reach), 0))
+    axis %= len(x.shape)
+    n = x.shape[axis]
+    if n == 0:
+        return {"a": E.call("multiply", a["a"], 0)}
+    g = E.call("astype", g, out.dtype)
+
+    def shift(v, d: int, fill: float):  # v[k + d] along the axis (d < 0: v[k - |d|]), fill past the end
+        ends = (slice(d, None) if d > 0 else slice(0, n + d),)
+        key = (slice(None),) * axis + ends
+        widths = ((0, 0),) * axis + (((0, d) if d > 0 else (-d, 0)),) + ((0, 0),) * (len(x.shape) - axis - 1)
+        return E.call("pad", E.call("getitem", v, key), widths, constant_values=fill)
+
+    weights, total = shift(E.call("astype", x, out.dtype), 1, 0.0), g  # the maps s -> total + weights * s
+    d = 1
+    while d < n:
+        total = E.call("add", total, E.call("multiply", weights, shift(total, d, 0.0)))
+        weights = E.call("multiply", weights, shift(weights, d, 1.0))
+        d *= 2
+    grad = E.call("multiply", shift(out, -1, 1.0), total)
     return {"a": E.call("astype", E.call("reshape", grad, tuple(a["a"].shape)), a["a"].dtype)}
 
 

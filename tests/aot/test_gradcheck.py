@@ -323,10 +323,10 @@ AT_ZEROS_KINKED = {
     "norm": "the 2-norm of an all-zero slice",
     "interp": "x * 1.3 = 0 is a knot of xp",
 }
-# Known wrong, so expected to fail: the second derivative of cumprod through a zero.  Its rule
-# picks the first zero of a row with masks on the values (x == 0); differentiated again, the
-# masks are constants, which is the derivative of one branch, not of the gradient polynomial.
-AT_ZEROS_SECOND_ORDER_WRONG = {"cumprod", "nancumprod"}
+# Once known wrong: the second derivative of cumprod through a zero (its rule picked a row's
+# first zero with masks on the values, constants when differentiated again).  The rule is now
+# a scan without masks or divisions; every op here is checked to second order.
+AT_ZEROS_SECOND_ORDER_WRONG: set[str] = set()
 
 
 def _zeros_cases() -> dict[str, tuple[Callable, list[np.ndarray], str]]:
