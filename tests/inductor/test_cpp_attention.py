@@ -13,8 +13,6 @@ right; what the kernel does not take (float16) keeps NumPy's reference and says 
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,35 +21,13 @@ from hypothesis import strategies as st
 import minicompile as mc
 from minicompile import config
 
+from attention_programs import mask_of, program
+
 TOLERANCE = {np.float32: 3e-5, np.float64: 1e-12}
 
 
 def compiled_graph(fn):
     return fn.cache[0].compiled
-
-
-def program(scale: str, masked: bool, fill: float, k_layout: str):
-    c = 0.125
-
-    def attention(q, k, v, mask):
-        kt = {"swapaxes": lambda: np.swapaxes(k, -1, -2),
-              "transpose": lambda: k.transpose(tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2)),
-              "given": lambda: k}[k_layout]()
-        s = q @ kt
-        if scale == "divide":
-            s = s / math.sqrt(q.shape[-1])
-        elif scale == "times":
-            s = s * c
-        elif scale == "times_left":
-            s = c * s
-        if masked:
-            s = np.where(mask, s, fill)
-        s = s - s.max(axis=-1, keepdims=True)
-        e = np.exp(s)
-        p = e / e.sum(axis=-1, keepdims=True)
-        return p @ v
-
-    return attention
 
 
 def _view(rng, data, shape: tuple, dtype, how: str) -> np.ndarray:
@@ -84,12 +60,7 @@ def test_attention_is_one_cpp_kernel_and_matches_numpy(data):
     q = _view(rng, data, batch + (m, d), dtype, layouts[0])
     k = _view(rng, data, batch + ((d, n) if k_layout == "given" else (n, d)), dtype, layouts[1])
     v = _view(rng, data, batch + (n, dv), dtype, layouts[2])
-    if kind == "causal":
-        mask = np.broadcast_to(np.tril(np.ones((m, n), bool)), mask_batch + (m, n)).copy()
-    else:
-        mask = rng.random(mask_batch + (m, n)) < 0.7
-        if kind == "rows":
-            mask[..., ::3, :] = False  # rows masked entirely: NaN or uniform, by the fill
+    mask = mask_of(rng, kind, mask_batch, m, n)
     fn = program(scale, masked, fill, k_layout)
     with np.errstate(all="ignore"):
         want = fn(q, k, v, mask)

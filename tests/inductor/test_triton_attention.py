@@ -23,32 +23,13 @@ pytest.importorskip("triton")
 
 import minicompile as mc  # noqa: E402
 
+from attention_programs import mask_of, program  # noqa: E402
+
 TOLERANCE = {np.float32: 2e-5, np.float16: 2e-2}
 
 
 def schedule_of(fn) -> str:
     return fn.cache[0].compiled.schedule
-
-
-def program(scale: str, masked: bool, fill: float):
-    c = 0.125
-
-    def attention(q, k, v, mask):
-        s = q @ np.swapaxes(k, -1, -2)
-        if scale == "divide":
-            s = s / math.sqrt(q.shape[-1])
-        elif scale == "times":
-            s = s * c
-        elif scale == "times_left":
-            s = c * s
-        if masked:
-            s = np.where(mask, s, fill)
-        s = s - s.max(axis=-1, keepdims=True)
-        e = np.exp(s)
-        p = e / e.sum(axis=-1, keepdims=True)
-        return p @ v
-
-    return attention
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -67,12 +48,7 @@ def test_attention_is_one_template_kernel_and_matches_numpy(data):
     q = rng.standard_normal(batch + (m, d)).astype(dtype)
     k = rng.standard_normal(batch + (n, d)).astype(dtype)
     v = rng.standard_normal(batch + (n, dv)).astype(dtype)
-    if kind == "causal":
-        mask = np.broadcast_to(np.tril(np.ones((m, n), bool)), mask_batch + (m, n)).copy()
-    else:
-        mask = rng.random(mask_batch + (m, n)) < 0.7
-        if kind == "rows":
-            mask[..., ::3, :] = False  # rows masked entirely: NaN or uniform, by the fill
+    mask = mask_of(rng, kind, mask_batch, m, n)
     fn = program(scale, masked, fill)
     with np.errstate(all="ignore"):
         want = fn(q, k, v, mask)

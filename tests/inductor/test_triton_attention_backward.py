@@ -24,7 +24,8 @@ import minicompile as mc  # noqa: E402
 from minicompile.aot import Tensor  # noqa: E402
 from minicompile.testing.gradients import central_differences  # noqa: E402
 
-from test_triton_attention import TOLERANCE, program  # noqa: E402
+from attention_programs import mask_of, program  # noqa: E402
+from test_triton_attention import TOLERANCE  # noqa: E402
 
 
 def gradients(fn, backend, *arrays):
@@ -56,12 +57,7 @@ def test_attention_gradients_are_template_kernels_and_match_the_unfused_ops(data
     q, k = (rng.standard_normal(batch + (s, d)).astype(dtype) for s in (m, n))
     v = rng.standard_normal(batch + (n, dv)).astype(dtype)
     weights = rng.standard_normal(batch + (m, dv)).astype(dtype)
-    if kind == "causal":
-        mask = np.broadcast_to(np.tril(np.ones((m, n), bool)), mask_batch + (m, n)).copy()
-    else:
-        mask = rng.random(mask_batch + (m, n)) < 0.7
-        if kind == "rows":
-            mask[..., ::3, :] = False  # rows masked entirely: NaN or uniform, by the fill
+    mask = mask_of(rng, kind, mask_batch, m, n)
     attention = program(scale, masked, fill)
 
     def loss(q, k, v):
