@@ -77,7 +77,7 @@ class AotFunction:
         results = []
         for k, (out, has_tangent) in enumerate(zip(forward_outputs, self.joint.output_has_tangent)):
             if not has_tangent:
-                results.append(out if k < len(self.plain) and self.plain[k] else Tensor(out))
+                results.append(out if self.plain[k] else Tensor(out))
                 continue
             node = TapeNode("compiled", {}, tensors, as_array(out),
                             backward=self._backward_for(k, saved, forward_outputs))

@@ -239,8 +239,7 @@ class CUDAGraphRunner:
         with self.lock:  # threads: one recording per signature, one replay at a time
             last = self.last
             if last is not None and last[1].repeats(last[0], inputs, self.dynamic):  # the inputs of the last replay again
-                self.replays += 1
-                return last[1].replay(inputs)
+                return self._replay(last[1], inputs)
             if any(isinstance(x, np.ndarray) for x in inputs):  # mixed NumPy and CuPy: nothing to record
                 return self.compiled(*inputs)
             return self._call(inputs)
