@@ -271,9 +271,10 @@ assert len(compiled_graph(flash).kernels) == 1 and len(compiled_graph(unfused).k
 # for a training graph the Triton backend runs the pattern *before* the joint
 # graph is built (a pre-grad pass, as Inductor's attention patterns are matched
 # with their backward), and the `attention` node's own derivative rule gives
-# FlashAttention's backward: each row's log-sum-exp of the scores, `delta =
-# rowsum(g * out)`, and one kernel each for `dq`, `dkᵀ` and `dv` that recomputes
-# the weights block by block, `p = exp(s - lse)`.  The min-cut partitioner saves
+# FlashAttention's backward: each row's maximum `m` and sum `l` of the softmax
+# (kept apart: `m + log(l)` in float32 would lose `log(l)` against a fill of
+# -1e9), `delta = rowsum(g * out)`, and one kernel each for `dq`, `dkᵀ` and `dv`
+# that recomputes the weights block by block, `p = exp(s - m) / l`.  The min-cut partitioner saves
 # q, k, v, the output and the row statistics: no `S x S` value crosses from the
 # forward to the backward.  torch.compile's twin is
 # `aten._scaled_dot_product_flash_attention_backward`.

@@ -63,7 +63,7 @@ REWRITTEN_FOR_GRADIENTS: dict[str, str] = dict.fromkeys(
     "forward loop keeps the carries' history, the backward is the loop run in reverse over the body's "
     "own joint graph")
 REWRITTEN_FOR_GRADIENTS.update(dict.fromkeys(
-    ("attention_lse", "attention_grad"), "attention's backward, differentiated again (a second derivative) "
+    ("attention_stats", "attention_grad"), "attention's backward, differentiated again (a second derivative) "
     "through the graph as written before a backend's pre-grad pass made it one attention node "
     "(AotFunction.unfused_joint)"))
 NON_DIFFERENTIABLE: dict[str, str] = {

@@ -297,12 +297,12 @@ def _norm(E, g, out, a):
 
 @derivative_rule("attention")
 def _attention(E, g, out, a):
-    """FlashAttention's backward: each row's log-sum-exp of the scores, ``delta =
+    """FlashAttention's backward: each row's softmax maximum and sum, ``delta =
     rowsum(g * out)``, then one op per operand that recomputes the softmax's weights from
     them (ir/ops/linalg.py): the ``[M, N]`` weights are never saved by the forward."""
     options = dict(scale=a["scale"], divide=a["divide"], fill=a["fill"])
-    lse = E.call("attention_lse", a["q"], a["kt"], a["mask"], **options)
+    stats = E.call("attention_stats", a["q"], a["kt"], a["mask"], **options)
     delta = E.call("sum", E.call("multiply", g, out), axis=-1, keepdims=True)
-    return {name: E.sum_to(E.call("attention_grad", a["q"], a["kt"], a["v"], a["mask"], g, lse, delta,
+    return {name: E.sum_to(E.call("attention_grad", a["q"], a["kt"], a["v"], a["mask"], g, stats, delta,
                                   wrt=name, **options), tuple(a[name].shape))
             for name in ("q", "kt", "v")}

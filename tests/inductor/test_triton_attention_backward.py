@@ -72,7 +72,7 @@ def test_attention_gradients_are_template_kernels_and_match_the_unfused_ops(data
         np.testing.assert_allclose(g, w, rtol=TOLERANCE[dtype] * 5, atol=TOLERANCE[dtype] * 5 * scale_of,
                                    equal_nan=True)
     text = backward_schedule(aot)
-    for part in ("(lse)", "(q)", "(kt)", "(v)"):
+    for part in ("(stats)", "(q)", "(kt)", "(v)"):
         assert f"template flash attention backward {part}" in text, text
     assert "extern" not in aot._backward.schedule
 
@@ -131,4 +131,24 @@ def test_a_float64_scale_keeps_the_ops():
     assert not any(n.op.name.startswith("attention") for n in aot.joint.graph.calls)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_row_masked_entirely_with_a_finite_fill_has_uniform_weights_in_the_backward():
+    """A row masked entirely with -1e9 has uniform weights 1/n.  The backward once kept each
+    row's ``m + log(l)`` in float32, where ``-1e9 + log(2)`` is ``-1e9``: weights of 1, and
+    dv twice NumPy's.  The maximum and the sum are now kept apart."""
+    rng = np.random.default_rng(6)
+    q, k = rng.standard_normal((1, 3, 4)).astype(np.float32), rng.standard_normal((1, 2, 4)).astype(np.float32)
+    v, weights = rng.standard_normal((1, 2, 8)).astype(np.float32), rng.standard_normal((1, 3, 8)).astype(np.float32)
+    mask = np.array([[False, False], [True, False], [True, True]])
+    attention = program("divide", True, -1e9)
+
+    def loss(q, k, v):
+        return (attention(q, k, v, mask) * weights).sum()
+
+    want, _ = gradients(loss, "aot_eager", q, k, v)
+    got, aot = gradients(loss, "triton", q, k, v)
+    assert "template flash attention backward (v)" in aot._backward.schedule
+    for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -74,7 +74,9 @@ register(OpDef("attention", "extern", _attention, _attention_meta))
 
 # Attention's backward, as FlashAttention computes it (Dao, 2023): the softmax's weights
 # are not kept from the forward but recomputed per block from q, kᵀ and each row's
-# log-sum-exp, ``p = exp(s - lse)``; with ``delta = rowsum(dout * out)`` (the softmax's
+# statistics, its maximum ``m`` and the sum ``l`` of ``exp(s - m)``: ``p = exp(s - m) / l``
+# (kept apart, not as ``m + log(l)``: float32 would lose ``log(l)`` against a fill such as
+# -1e9 that masks a row entirely).  With ``delta = rowsum(dout * out)`` (the softmax's
 # ``rowsum(p * dp)``), ``ds = p * (dout @ vᵀ - delta)``.  The derivative rule of
 # ``attention`` (aot/derivatives_linalg.py) emits these ops; the Triton backend runs each
 # as one kernel that never stores ``p`` (codegen/triton/attention_backward.py).
@@ -91,28 +93,28 @@ def _scores(q, kt, mask, scale, divide, fill):
     return np.where(mask, s, fill) if mask is not None else s
 
 
-def _attention_lse(q, kt, mask=None, scale=None, divide=False, fill=None):
-    """Each row's ``log(sum(exp(s)))`` of attention's scores ``s`` (scaled and masked as
-    ``attention`` does), kept as ``[..., M, 1]``.  A row masked entirely with ``-inf`` has
-    ``-inf``; float16 scores give float32."""
+def _attention_stats(q, kt, mask=None, scale=None, divide=False, fill=None):
+    """Each row's softmax statistics of attention's scores ``s`` (scaled and masked as
+    ``attention`` does), ``[..., M, 2]``: its maximum ``m`` (0 where every score is
+    ``-inf``) and ``l = sum(exp(s - m))`` (0 there, so the weights are NaN, as NumPy's
+    softmax gives); float16 scores give float32."""
     s = _scores(q, kt, mask, scale, divide, fill)
     s = s.astype(_accumulator(s.dtype))
     top = s.max(axis=-1, keepdims=True)
     top = np.where(top == -np.inf, 0.0, top).astype(s.dtype)  # exp against 0 where a row is all -inf
-    with np.errstate(divide="ignore"):
-        return top + np.log(np.exp(s - top).sum(axis=-1, keepdims=True))
+    return np.concatenate([top, np.exp(s - top).sum(axis=-1, keepdims=True)], axis=-1)
 
 
 def _swap(x):
     return x.swapaxes(-1, -2)
 
 
-def _attention_grad(q, kt, v, mask, dout, lse, delta, scale=None, divide=False, fill=None, wrt="q"):
+def _attention_grad(q, kt, v, mask, dout, stats, delta, scale=None, divide=False, fill=None, wrt="q"):
     """The gradient of ``attention(q, kt, v, mask, scale, divide, fill)`` with respect to
     ``wrt`` (``"q"``, ``"kt"`` or ``"v"``) for the output's gradient ``dout``, over the
     broadcast batch (the rule sums it to the operand's shape), in the operand's dtype."""
     acc = _accumulator(q.dtype)
-    p = np.exp(_scores(q, kt, mask, scale, divide, fill).astype(acc) - lse)
+    p = np.exp(_scores(q, kt, mask, scale, divide, fill).astype(acc) - stats[..., :1]) / stats[..., 1:]
     if wrt == "v":
         return np.matmul(_swap(p), dout.astype(acc)).astype(v.dtype)
     ds = p * (np.matmul(dout.astype(acc), _swap(v).astype(acc)) - delta)
@@ -131,21 +133,21 @@ def _attention_batch(*metas) -> tuple:
     return symbolic_broadcast(batches) if is_symbolic(batches) else tuple(np.broadcast_shapes(*batches))
 
 
-def _attention_lse_meta(q: TensorMeta, kt: TensorMeta, mask=None, scale=None, divide=False,
-                        fill=None) -> TensorMeta:
+def _attention_stats_meta(q: TensorMeta, kt: TensorMeta, mask=None, scale=None, divide=False,
+                          fill=None) -> TensorMeta:
     scores = _matmul_meta(q, kt)
     batch = _attention_batch(scores, mask)
-    return TensorMeta(batch + (scores.shape[-2], 1), _accumulator(scores.dtype))
+    return TensorMeta(batch + (scores.shape[-2], 2), _accumulator(scores.dtype))
 
 
-def _attention_grad_meta(q: TensorMeta, kt: TensorMeta, v: TensorMeta, mask, dout: TensorMeta, lse, delta,
+def _attention_grad_meta(q: TensorMeta, kt: TensorMeta, v: TensorMeta, mask, dout: TensorMeta, stats, delta,
                          scale=None, divide=False, fill=None, wrt="q") -> TensorMeta:
     operand = {"q": q, "kt": kt, "v": v}[wrt]
     batch = _attention_batch(q, kt, v, mask, dout)
     return TensorMeta(batch + tuple(operand.shape[-2:]), operand.dtype)
 
 
-register(OpDef("attention_lse", "extern", _attention_lse, _attention_lse_meta))
+register(OpDef("attention_stats", "extern", _attention_stats, _attention_stats_meta))
 register(OpDef("attention_grad", "extern", _attention_grad, _attention_grad_meta))
 
 

@@ -112,7 +112,7 @@ def template_for(ext: L.Extern, schedule: Schedule, buffers: dict) -> tuple[Atte
 # What each template does, as the schedule says it (by the Extern's op and the result's name).
 DECISIONS = {
     "attention": "template: flash attention, online softmax over blocks of kᵀ and v, the scores never stored",
-    "lse": "template: flash attention backward, each row's log-sum-exp over blocks of kᵀ",
+    "stats": "template: flash attention backward, each row's softmax maximum and sum over blocks of kᵀ",
     "q": "template: flash attention backward, dq over blocks of keys, the softmax's weights recomputed",
     "kt": "template: flash attention backward, dkᵀ over blocks of queries, the softmax's weights recomputed",
     "v": "template: flash attention backward, dv over blocks of queries, the softmax's weights recomputed",

@@ -1,16 +1,17 @@
 """Attention's backward as flash-style Triton kernels: the softmax's weights recomputed, never stored.
 
-In:  a schedule in which ``attention_lse`` and ``attention_grad`` are Externs (the ops
+In:  a schedule in which ``attention_stats`` and ``attention_grad`` are Externs (the ops
      ``attention``'s derivative rule emits: ``ir/ops/linalg.py``).
 Out: :func:`backward_template_for` makes each one an :class:`AttentionGradTemplate`, and
      :func:`attention_grad_kernel` writes its kernel.
 
 FlashAttention-2's backward (Dao, 2023), one kernel per result:
 
-* ``lse``: each row's ``m + log(l)``, the running maximum and sum of the forward's
-  online softmax, over blocks of ``kᵀ`` (no ``v``);
+* ``stats``: each row's maximum ``m`` and sum ``l`` of ``exp(s - m)``, the forward's
+  online softmax over blocks of ``kᵀ`` (no ``v``), kept apart (``m + log(l)`` in float32
+  would lose ``log(l)`` against a fill of -1e9 that masks a row entirely);
 * ``q``: one program per ``BLOCK_M`` rows of queries, over blocks of keys:
-  ``p = exp(s - lse)``, ``ds = p * (dout @ vᵀ - delta)``, ``dq += ds @ k``;
+  ``p = exp(s - m) / l``, ``ds = p * (dout @ vᵀ - delta)``, ``dq += ds @ k``;
 * ``kt`` and ``v``: one program per ``BLOCK_N`` keys, over blocks of queries:
   ``dkᵀ += qᵀ @ ds`` and ``dv += pᵀ @ dout``.
 
@@ -18,9 +19,9 @@ FlashAttention-2's backward (Dao, 2023), one kernel per result:
 scaled, masked with the fill), ``ds`` is 0 where the mask hides a score (its fill is a
 constant), and the scale's derivative multiplies ``ds``.  Nothing of size ``[M, N]``
 goes to memory.  A block the mask hides entirely is skipped where that is exact: for
-``dq`` and ``dkᵀ`` always (``ds`` is 0 there), for ``dv`` and ``lse`` where every row's
-``exp(fill - lse)`` is 0 in float32 (a row of ``-inf`` fill and ``lse`` gives NaN, as
-NumPy's softmax does, so such a block is not skipped).  Rows and columns past the
+``dq`` and ``dkᵀ`` always (``ds`` is 0 there), for ``dv`` and ``stats`` where every row's
+``exp(fill - m)`` is 0 in float32 (a row masked entirely with ``-inf`` has ``l = 0`` and
+NaN weights, as NumPy's softmax does, so such a block is not skipped).  Rows and columns past the
 ends weigh 0.  The torch.compile twin is ``aten._scaled_dot_product_flash_attention_backward``,
 which Inductor calls for the attention its pattern matcher finds.
 """
@@ -43,18 +44,18 @@ from .ops import literal, triton_type
 
 @dataclass
 class AttentionGradTemplate:
-    """``out = attention_lse(q, kt, mask, ...)`` (``wrt="lse"``) or ``attention_grad(q, kt, v,
-    mask, dout, lse, delta, ..., wrt)`` over ``batch_shape`` matrices of queries ``[m, d]``,
+    """``out = attention_stats(q, kt, mask, ...)`` (``wrt="stats"``) or ``attention_grad(q, kt, v,
+    mask, dout, stats, delta, ..., wrt)`` over ``batch_shape`` matrices of queries ``[m, d]``,
     keys ``kᵀ [d, n]`` and values ``[n, dv]``."""
 
     name: str
-    wrt: str  # "lse", "q", "kt" or "v"
+    wrt: str  # "stats", "q", "kt" or "v"
     q: Operand
     kt: Operand
     v: Operand | None
     mask: Operand | None
     dout: Operand | None
-    lse: Operand | None
+    stats: Operand | None
     delta: Operand | None
     scale: Any
     divide: bool
@@ -73,7 +74,7 @@ class AttentionGradTemplate:
 
     @property
     def reads(self) -> set[str]:
-        return {o.buffer for o in (self.q, self.kt, self.v, self.mask, self.dout, self.lse, self.delta)
+        return {o.buffer for o in (self.q, self.kt, self.v, self.mask, self.dout, self.stats, self.delta)
                 if o is not None}
 
     @property
@@ -84,24 +85,24 @@ class AttentionGradTemplate:
 
 def backward_template_for(ext: L.Extern, schedule: Schedule,
                           buffers: dict) -> tuple[AttentionGradTemplate, list] | None:
-    """The template of an ``attention_lse``/``attention_grad`` Extern, and the copies laying
+    """The template of an ``attention_stats``/``attention_grad`` Extern, and the copies laying
     out views it cannot read at strides; None where it does not apply (the op then runs as
     its NumPy/CuPy reference)."""
-    if ext.op_name == "attention_lse" and len(ext.args) == 6:
-        (q_ref, kt_ref, mask_ref, scale, divide, fill), wrt = ext.args, "lse"
-        v_ref = dout_ref = lse_ref = delta_ref = None
+    if ext.op_name == "attention_stats" and len(ext.args) == 6:
+        (q_ref, kt_ref, mask_ref, scale, divide, fill), wrt = ext.args, "stats"
+        v_ref = dout_ref = stats_ref = delta_ref = None
     elif ext.op_name == "attention_grad" and len(ext.args) == 11:
-        q_ref, kt_ref, v_ref, mask_ref, dout_ref, lse_ref, delta_ref, scale, divide, fill, wrt = ext.args
+        q_ref, kt_ref, v_ref, mask_ref, dout_ref, stats_ref, delta_ref, scale, divide, fill, wrt = ext.args
     else:
         return None
     if is_symbolic(ext.shape) or 0 in ext.shape:
         return None
     copies: list[Kernel] = []
-    refs = (q_ref, kt_ref, v_ref, mask_ref, dout_ref, lse_ref, delta_ref)
+    refs = (q_ref, kt_ref, v_ref, mask_ref, dout_ref, stats_ref, delta_ref)
     ops = [operand(r, schedule, buffers, copies) if r is not None else None for r in refs]
     if any(r is not None and o is None for r, o in zip(refs, ops)):
         return None
-    q, kt, v, mask, dout, lse, delta = ops
+    q, kt, v, mask, dout, stats, delta = ops
     present = [o for o in ops if o is not None]
     if any(is_symbolic(o.shape) or is_symbolic(o.strides) for o in present):
         return None
@@ -109,14 +110,14 @@ def backward_template_for(ext: L.Extern, schedule: Schedule,
     if dtype not in MATMUL_DTYPES or buffers[kt.buffer].dtype != dtype \
             or any(o is not None and buffers[o.buffer].dtype != dtype for o in (v, dout)):
         return None
-    if (lse is not None and buffers[lse.buffer].dtype != np.float32) \
+    if (stats is not None and buffers[stats.buffer].dtype != np.float32) \
             or (delta is not None and buffers[delta.buffer].dtype not in (np.dtype(np.float32), dtype)):
         return None
     batch_shape = tuple(ext.shape[:-2])
     m, d = q.shape[-2:]
     n = kt.shape[-1]
     dv = v.shape[-1] if v is not None else 1
-    return AttentionGradTemplate(ext.name, wrt, q, kt, v, mask, dout, lse, delta, scale, divide, fill,
+    return AttentionGradTemplate(ext.name, wrt, q, kt, v, mask, dout, stats, delta, scale, divide, fill,
                                  batch_shape, m, n, d, dv, dtype, [ext.name]), copies
 
 
@@ -144,12 +145,17 @@ class _Writer:
             inside = f"({rows}[:, None] < {row_limit}) & ({cols}[None, :] < {col_limit})"
         self.w.line(f"{name} = tl.load({ptr} + {offset_of(o, self.t.batch_shape)}{index}, mask={inside}, other=0.0)")
 
-    def load_rows(self, name: str, o: Operand, other: str) -> None:
-        """``name = o[rm, 0]``: one value per query row (``lse``, ``delta``)."""
-        sr, _ = matrix_strides(o)
+    def load_rows(self, name: str, o: Operand, other: str, column: int = 0) -> None:
+        """``name = o[rm, column]``: one value per query row (``delta``, a column of ``stats``)."""
+        sr, sc = matrix_strides(o)
         ptr = self.w.pointer(o.buffer)
-        self.w.line(f"{name} = tl.load({ptr} + {offset_of(o, self.t.batch_shape)}rm * {sr}, mask=rm < M, "
-                    f"other={other}).to(tl.float32)")
+        self.w.line(f"{name} = tl.load({ptr} + {offset_of(o, self.t.batch_shape)}rm * {sr} + {column * sc}, "
+                    f"mask=rm < M, other={other}).to(tl.float32)")
+
+    def load_stats(self) -> None:
+        """``m`` and ``l``: each query row's softmax maximum and sum (``stats``' columns)."""
+        self.load_rows("m", self.t.stats, "0.0", 0)
+        self.load_rows("l", self.t.stats, "1.0", 1)
 
     def mask_tile(self) -> None:
         """``keep`` (the mask's block) and ``live`` (any of it kept)."""
@@ -171,8 +177,8 @@ class _Writer:
             w.line(f"s = tl.where(keep != 0, s, {literal(self.fill, np.dtype(np.float32))})")
 
     def weights(self) -> None:
-        """``p = exp(s - lse)``, 0 past the ends."""
-        self.w.line("p = tl.exp(s - lse[:, None])")
+        """``p = exp(s - m) / l``, 0 past the ends."""
+        self.w.line("p = tl.exp(s - m[:, None]) / l[:, None]")
         self.w.line("p = tl.where((rm[:, None] < M) & (rn[None, :] < N), p, 0.0)")
 
     def score_gradient(self) -> None:
@@ -190,14 +196,15 @@ class _Writer:
         exact.  ``counts`` says what of a hidden score reaches the result: ``"nothing"``
         (``ds`` is 0 there: ``dq``, ``dkᵀ``); ``"sum"`` (``exp(fill - m)`` adds to the row's
         sum: 0 for a fill of ``-inf``, else once every row's running maximum ``m_i`` is far
-        above the fill); ``"weights"`` (``exp(fill - lse)`` multiplies ``dout``: 0 once every
-        row's ``lse`` is far above the fill, which a row of ``-inf`` fill and ``lse`` is not:
-        its NaN must reach the result, as in NumPy's softmax)."""
+        above the fill); ``"weights"`` (``exp(fill - m) / l`` multiplies ``dout``: 0 once every
+        row's maximum is far above the fill, ``l`` being at least 1; a row masked entirely
+        with ``-inf`` has ``l = 0``, counted here as a maximum of ``-inf``: its NaN must reach
+        the result, as in NumPy's softmax)."""
         fill = literal(self.fill, np.dtype(np.float32))
         if counts == "nothing" or (counts == "sum" and math.isinf(self.fill) and self.fill < 0):
             self.w.line("if live:")
         else:
-            rows = "m_i" if counts == "sum" else "lse"
+            rows = "m_i" if counts == "sum" else "tl.where(l > 0, m, -INF)"
             self.w.line(f"settled = (tl.reduce(tl.where(rm < M, {rows}, float('inf')), None, _minimum) - "
                         f"{fill}) > 110.0")
             self.w.line("if live | (settled == 0):")
@@ -229,7 +236,7 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
         w.line("for start in range(0, M, BLOCK_M):")
         w.depth += 1
         w.line("rm = start + tl.arange(0, BLOCK_M)")
-        x.load_rows("lse", t.lse, "0.0")
+        x.load_stats()
         if t.mask is not None:
             x.mask_tile()
             x.skip_unless("weights" if t.wrt == "v" else "nothing")
@@ -250,12 +257,12 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
         w.line("batch = pid // tiles")
         w.line("rm = (pid % tiles) * BLOCK_M + tl.arange(0, BLOCK_M)")
         x.load("q", t.q, "rm", "rd", "M", "D")
-        if t.wrt == "lse":
+        if t.wrt == "stats":
             w.line("m_i = tl.full([BLOCK_M], -INF, tl.float32)")
             w.line("l_i = tl.full([BLOCK_M], 0.0, tl.float32)")
         else:
             x.load("do", t.dout, "rm", "rdv", "M", "DV")
-            x.load_rows("lse", t.lse, "0.0")
+            x.load_stats()
             x.load_rows("delta", t.delta, "0.0")
             w.line("acc = tl.full([BLOCK_M, BLOCK_D], 0.0, tl.float32)")
         w.line("for start in range(0, N, BLOCK_N):")
@@ -263,10 +270,10 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
         w.line("rn = start + tl.arange(0, BLOCK_N)")
         if t.mask is not None:
             x.mask_tile()
-            x.skip_unless("sum" if t.wrt == "lse" else "nothing")
+            x.skip_unless("sum" if t.wrt == "stats" else "nothing")
         x.load("kt", t.kt, "rd", "rn", "D", "N")
         x.scores()
-        if t.wrt == "lse":  # the forward's online softmax, without v
+        if t.wrt == "stats":  # the forward's online softmax, without v
             w.line("s = tl.where(rn[None, :] < N, s, -INF)")
             w.line("m_new = tl.maximum(m_i, tl.reduce(s, 1, _maximum))")
             w.line("m_ref = tl.where(m_new == -INF, 0.0, m_new)")
@@ -281,9 +288,10 @@ def attention_grad_kernel(t: AttentionGradTemplate, name: str, buffers: dict[str
         out_rows, out_cols, limits = ("rm", "rd", ("M", "D"))
     out = Operand(t.name, tuple(buffers[t.name].shape), tuple(buffers[t.name].strides))
     sr, sc = matrix_strides(out)
-    if t.wrt == "lse":  # [..., M, 1]: one value per row
-        w.line("lse = tl.where(m_i == -INF, 0.0, m_i) + tl.log(l_i)")
-        w.line(f"tl.store(out_{t.name} + {offset_of(out, t.batch_shape)}rm * {sr}, lse, mask=rm < M)")
+    if t.wrt == "stats":  # [..., M, 2]: each row's maximum (0 where all -inf) and sum
+        w.line(f"row = out_{t.name} + {offset_of(out, t.batch_shape)}rm * {sr}")
+        w.line("tl.store(row, tl.where(m_i == -INF, 0.0, m_i), mask=rm < M)")
+        w.line(f"tl.store(row + {sc}, l_i, mask=rm < M)")
     else:
         w.line(f"tl.store(out_{t.name} + {offset_of(out, t.batch_shape)}{out_rows}[:, None] * {sr} + "
                f"{out_cols}[None, :] * {sc}, acc.to({triton_type(buffers[t.name].dtype)}), "
