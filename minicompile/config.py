@@ -105,10 +105,11 @@ def _precision(raw: str) -> str:
 
 
 matmul_precision: str = _setting(
-    "matmul_precision", "MINICOMPILE_MATMUL_PRECISION", "ieee",
-    "Triton backend: how the matmul template multiplies float32 tiles. ieee: exact float32 products "
-    "(CUDA cores, as NumPy and torch's default); tf32x3: each operand split into two TF32 parts and "
-    "three tensor-core products summed, float32's accuracy to within a few units in the last place.",
+    "matmul_precision", "MINICOMPILE_MATMUL_PRECISION", "tf32x3",
+    "Triton backend: how the matmul template multiplies float32 tiles. tf32x3: each operand split into "
+    "two TF32 parts and three tensor-core products summed, float32's accuracy (a tile with an inf or NaN "
+    "is computed again as ieee); ieee: exact float32 products on the CUDA cores, as NumPy and cuBLAS, "
+    "slower on large products.",
     parse=_precision)
 
 strict: bool = _flag(

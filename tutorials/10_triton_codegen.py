@@ -114,8 +114,12 @@ assert "for roffset in range(0, rnumel, RBLOCK):" in looped.kernel_source
 # tile of the product in registers (accumulated in float32).  The pointwise
 # kernel that followed — bias add and GELU — is pasted onto that tile, so
 # `gelu(x @ w + b)` is **one kernel** and the product never touches memory.
-# float32 inputs ask for `input_precision="ieee"`: the GPU's default TF32 would
-# not match NumPy.
+# float32 inputs ask for `input_precision="tf32x3"`: each operand is split into
+# a TF32 part and a TF32 remainder, and three tensor-core products keep
+# float32's accuracy (plain TF32, the GPU's default, keeps 10 bits of the
+# mantissa and would not match NumPy).  A tile whose product holds an inf or NaN
+# runs the loop again with exact float32 products (`"ieee"`), so non-finite
+# values come out as NumPy's do.
 
 # %%
 

@@ -128,7 +128,9 @@ def test_gelu_of_matmul_plus_bias_is_one_kernel():
     r = np.random.default_rng(1)
     cg = _compile(mlp, (_f32(r, 20, 30), _f32(r, 30, 17), _f32(r, 17)))
     assert cg.kernels == ["g0_triton_tem_fused_matmul_add_multiply_tanh_0"]
-    assert "tl.dot(a, b, acc, input_precision=\"ieee\")" in cg.kernel_source
+    # float32: three TF32 products per product, and exact ones again for a tile with an inf or NaN
+    assert "tl.dot(a, b, acc, input_precision='tf32x3')" in cg.kernel_source
+    assert "tl.dot(a, b, acc, input_precision='ieee')" in cg.kernel_source
     assert "extern" not in cg.schedule  # the matmul is no longer a library call
     assert "buf_matmul" not in cg.wrapper_source  # the product never reaches memory
 
@@ -357,8 +359,10 @@ def test_reductions_with_tails(rows: int, cols: int, rtype: str, dtype, looped: 
 
 @SETTINGS
 @given(st.integers(1, 40), st.integers(1, 40), st.integers(1, 70), st.sampled_from([np.float16, np.float32]),
-       st.sampled_from(["bias", "relu", "residual", "scale", "none"]), st.integers(0, 2**32 - 1))
-def test_matmul_template_with_epilogues(m: int, n: int, k: int, dtype, epilogue: str, seed: int):
+       st.sampled_from(["bias", "relu", "residual", "scale", "none"]), st.booleans(), st.integers(0, 2**32 - 1))
+def test_matmul_template_with_epilogues(m: int, n: int, k: int, dtype, epilogue: str, specials: bool, seed: int):
+    """``specials`` plants inf, -inf and NaN in the operands (the float32 template
+    computes such a tile again with exact products)."""
     rng = np.random.default_rng(seed)
     dt = np.dtype(dtype)
     g = ir.Graph()
@@ -373,7 +377,12 @@ def test_matmul_template_with_epilogues(m: int, n: int, k: int, dtype, epilogue:
     scale = 1.0 / math.sqrt(k)
     inputs = [(rng.standard_normal((m, k)) * scale).astype(dt), rng.standard_normal((k, n)).astype(dt),
               rng.standard_normal((n,) if epilogue == "bias" else (m, n)).astype(dt)]
-    expected, actual, compiled = _run_both(g, inputs)
+    if specials:
+        for x in inputs[:2]:
+            flat = x.reshape(-1)
+            flat[rng.integers(0, flat.size, 3)] = rng.choice([np.inf, -np.inf, np.nan], 3)
+    with np.errstate(invalid="ignore"):
+        expected, actual, compiled = _run_both(g, inputs)
     assert_same(expected, actual, f"\n{g}\n{compiled}")
     assert len(compiled.kernels) == 1 and compiled.kernels[0].startswith("triton_tem_fused_matmul")
 
@@ -509,7 +518,7 @@ def test_stacked_matmul_is_one_template_whose_epilogue_unravels_the_row(lead, k,
                                                                         transposed, seed):
     """``[..., M, K] @ [K, N]`` (a 1x1 convolution) is one template over rows = the
     leading dimensions together, when they lie in memory as one axis; an operand
-    whose do not (a transpose) stays NumPy's matmul."""
+    whose do not (a transpose) is the batched template, ``w`` broadcast over the batch."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(tuple(lead) + (k,)).astype(dtype)
     if transposed:
@@ -524,7 +533,8 @@ def test_stacked_matmul_is_one_template_whose_epilogue_unravels_the_row(lead, k,
     assert got.dtype == want.dtype and got.shape == want.shape
     tol = 2e-2 if dtype == np.float16 else 1e-5
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
-    steps = [type(s).__name__ for s in compiled.cache[0].compiled.scheduled.steps]
+    templates = [s for s in compiled.cache[0].compiled.scheduled.steps if type(s).__name__ == "MatmulTemplate"]
+    assert len(templates) == 1, compiled.cache[0].compiled.schedule
     # 3-D is the batched template, whatever the strides
-    collapsible = len(lead) == 2 or not transposed or 1 in (x.shape[0], x.shape[1])
-    assert ("MatmulTemplate" in steps) is collapsible, steps
+    stacked = len(lead) > 2 and (not transposed or 1 in (x.shape[0], x.shape[1]))
+    assert (templates[0].rows is not None) is stacked

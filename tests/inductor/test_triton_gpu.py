@@ -215,3 +215,23 @@ def test_scatter_add_runs_as_atomic_adds_on_the_gpu():
         else:
             cp.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
     assert "template scatter-add" in fn.cache[0].compiled.schedule
+
+
+def test_float32_matmul_keeps_float32_accuracy_and_non_finite_values(tmp_path, monkeypatch):
+    """The template's tf32x3 products: within float32's error of a float64 product
+    (plain TF32 would be some 1e-4 off here), and where an operand holds inf, NaN or a value
+    that TF32 rounds to inf, the values NumPy gives."""
+    monkeypatch.setattr(config, "cache_dir", tmp_path)
+    fn = mc.compile(lambda x, w: x @ w, backend="triton")
+    x, w = _f32(256, 4096), _f32(4096, 192)
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    got = cp.asnumpy(fn(cp.asarray(x), cp.asarray(w)))
+    assert np.abs(got - exact).max() / np.abs(exact).max() < 2e-6
+    x, w = _f32(64, 128), _f32(128, 96) / 4
+    x[0, 5], x[1, 7], x[2, 9], x[4, 3] = np.inf, np.nan, -np.inf, np.inf
+    x[3], x[3, 4] = 0.0, np.float32(3.4025e38)  # TF32 rounds it to inf: this row's tile runs again
+    w[3, 0] = 0.0  # inf * 0: NaN, as NumPy's
+    expected = x @ w
+    got = cp.asnumpy(fn(cp.asarray(x), cp.asarray(w)))
+    assert np.isfinite(expected[3]).all()
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, equal_nan=True)

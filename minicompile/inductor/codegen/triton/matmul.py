@@ -13,8 +13,12 @@ Out: :func:`fuse_matmul_epilogues` returns a schedule where each 2-D or
 The template is the classic tiled ``tl.dot`` loop: one ``[BLOCK_M, BLOCK_N]``
 tile of the output per program, ``GROUP_M`` rows of tiles launched together so
 that they share columns of ``B`` in L2, float32 accumulation, and
-``input_precision="ieee"`` for float32 inputs by default (TF32 alone would not match
-NumPy; ``config.matmul_precision="tf32x3"`` sums three TF32 products instead).
+``input_precision="tf32x3"`` for float32 inputs by default: each operand is a
+TF32 part plus a TF32 remainder, and three tensor-core products summed keep
+float32's accuracy (TF32 alone keeps 10 bits of the mantissa and would not match
+NumPy).  A tile whose product holds an inf or NaN is computed again with exact
+float32 products (``ieee``), so non-finite values propagate as NumPy's do;
+``config.matmul_precision="ieee"`` uses those throughout.
 A batched matmul (``[B, M, K] @ [B, K, N]``, either side possibly 2-D or of
 batch 1 and broadcast as ``np.matmul`` does) is the same loop with the batch
 in the program id: programs ``b * tiles .. (b + 1) * tiles - 1`` compute
@@ -124,8 +128,6 @@ def _template_for(ext: L.Extern, schedule: Schedule) -> tuple[Operand, Operand, 
     a, b = operands
     if len(a.shape) < 2 or len(b.shape) < 2:
         return None  # a vector
-    if len(ext.shape) > 3 and len(b.shape) == 2 and _row_stride(a) is None:
-        return None  # stacked, but a's rows do not lie as one axis
     dtype = buffers[a.buffer].dtype
     if buffers[b.buffer].dtype != dtype or dtype not in MATMUL_DTYPES or ext.dtype != dtype:
         return None
@@ -272,7 +274,8 @@ def fuse_matmul_epilogues(schedule: Schedule) -> Schedule:
                 decisions[ref.name] = f"view: {how}, an operand of template {step.name}"
         buffers.update((b.name, b) for b in copy_buffers)
         (m, n), k = step.shape[-2:], operands[0].shape[-1]
-        stacked = len(step.shape) > 3 and len(operands[1].shape) == 2
+        # Stacked when a's rows lie as one axis; else batched, b broadcast over the batch.
+        stacked = len(step.shape) > 3 and len(operands[1].shape) == 2 and _row_stride(operands[0]) is not None
         rows = tuple(step.shape[:-1]) if stacked else None
         batch_shape = tuple(step.shape[:-2]) if len(step.shape) > 2 and not stacked else None
         if rows is not None:
@@ -314,25 +317,15 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     w.line("ram = rm % M")
     w.line("rbn = rn % N")
     w.line("rk = tl.arange(0, BLOCK_K)")
-    w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
-    w.line("for k in range(0, K, BLOCK_K):")
-    w.depth += 1
-    st = tg.size_text
-    row_stride = a.strides[-2] if t.rows is None else _row_stride(a)
-    a_ptr = (f"in_{a.buffer} + {_batch_offset(a, t.batch_shape)}ram[:, None] * {st(row_stride)}"
-             f" + (k + rk)[None, :] * {st(a.strides[-1])}")
-    b_ptr = (f"in_{b.buffer} + {_batch_offset(b, t.batch_shape)}(k + rk)[:, None] * {st(b.strides[-2])}"
-             f" + rbn[None, :] * {st(b.strides[-1])}")
-    if not is_symbolic(t.k) and t.k % 64 == 0:
-        # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
-        w.line(f"a = tl.load({a_ptr})")
-        w.line(f"b = tl.load({b_ptr})")
-    else:
-        w.line(f"a = tl.load({a_ptr}, mask=(k + rk)[None, :] < K, other=0.0)")
-        w.line(f"b = tl.load({b_ptr}, mask=(k + rk)[:, None] < K, other=0.0)")
-    precision = f", input_precision=\"{config.matmul_precision}\"" if t.dtype == np.dtype(np.float32) else ""
-    w.line(f"acc = tl.dot(a, b, acc{precision})")
-    w.depth -= 1
+    precision = config.matmul_precision if t.dtype == np.dtype(np.float32) else None
+    _k_loop(w, t, precision)
+    if precision == "tf32x3":
+        w.line("# A tile with an inf or NaN is computed again with exact float32 products: an operand")
+        w.line("# within 2**-11 of float32's largest value rounds to inf as TF32, where NumPy stays finite.")
+        w.line("if tl.reduce(tl.where(tl.abs(acc) < float('inf'), 0, 1), None, _maximum) > 0:")
+        w.depth += 1
+        _k_loop(w, t, "ieee")
+        w.depth -= 1
     # The epilogue's loop variables: (x0, x1) = (row, column), or (x0, .., row, column)
     # with the batch dimensions unravelled from the matrix index, spread over the tile.
     nb = len(t.batch_shape or ())
@@ -365,6 +358,30 @@ def matmul_kernel(t: MatmulTemplate, name: str, buffers: dict[str, Buffer]) -> t
     configs = _configs(t)
     return tg.TritonKernel(name, "matmul", params, ("matmul", t.m, t.n, t.batch or 1), configs,
                            "\n".join([header] + w.lines), outs)
+
+
+def _k_loop(w: tg.ValueWriter, t: MatmulTemplate, precision: str | None) -> None:
+    """Write ``acc``, the tile's product: the loop over K in ``BLOCK_K`` steps, each
+    loading a ``[BLOCK_M, BLOCK_K]`` tile of ``a`` and a ``[BLOCK_K, BLOCK_N]`` tile
+    of ``b`` at their strides; ``precision`` is ``tl.dot``'s for float32 (None: float16)."""
+    a, b, st = t.a, t.b, tg.size_text
+    w.line("acc = tl.full([BLOCK_M, BLOCK_N], 0.0, tl.float32)")
+    w.line("for k in range(0, K, BLOCK_K):")
+    w.depth += 1
+    row_stride = a.strides[-2] if t.rows is None else _row_stride(a)
+    a_ptr = (f"in_{a.buffer} + {_batch_offset(a, t.batch_shape)}ram[:, None] * {st(row_stride)}"
+             f" + (k + rk)[None, :] * {st(a.strides[-1])}")
+    b_ptr = (f"in_{b.buffer} + {_batch_offset(b, t.batch_shape)}(k + rk)[:, None] * {st(b.strides[-2])}"
+             f" + rbn[None, :] * {st(b.strides[-1])}")
+    if not is_symbolic(t.k) and t.k % 64 == 0:
+        # BLOCK_K (16, 32 or 64 in every config) divides K: every K block is whole.
+        w.line(f"a = tl.load({a_ptr})")
+        w.line(f"b = tl.load({b_ptr})")
+    else:
+        w.line(f"a = tl.load({a_ptr}, mask=(k + rk)[None, :] < K, other=0.0)")
+        w.line(f"b = tl.load({b_ptr}, mask=(k + rk)[:, None] < K, other=0.0)")
+    w.line(f"acc = tl.dot(a, b, acc{f', input_precision={precision!r}' if precision else ''})")
+    w.depth -= 1
 
 
 def _unravel(flat: str, shape: tuple[int, ...], i: int) -> str:
