@@ -259,12 +259,12 @@ assert len(compiled_graph(flash).kernels) == 1 and len(compiled_graph(unfused).k
 # On the H200, at the decoder's size (batch 8, 16 heads, 1,024 tokens, head
 # size 64, float32, causal), the template's products are "tf32x3" (three
 # tensor-core products per float32 product, float32's precision within a few
-# units in the last place: plain TF32 would not match NumPy).  With exact
-# "ieee" products the same kernel runs on CUDA cores and is slower than the
-# two unfused matmuls.  Measured on 2026-12-04 (`triton.testing.do_bench`,
-# one attention): the template 0.57 ms, the unfused ops 1.58 ms,
-# torch.compile of the same program 1.22 ms; and the whole decoder's
-# inference (`benchmarks/gpu_models.py`) 25.4 ms against 26.2 ms for
+# units in the last place: plain TF32 would not match NumPy), as the matmul
+# template's are.  With exact "ieee" products the same kernel runs on CUDA cores
+# and is slower than the two unfused matmuls.  Measured on 2026-12-04
+# (`triton.testing.do_bench`, one attention): the template 0.57 ms, the unfused
+# ops 1.58 ms, torch.compile of the same program 1.22 ms; and the whole
+# decoder's inference (`benchmarks/gpu_models.py`) 22.2 ms against 26.1 ms for
 # torch.compile in the same run.
 
 # %% [markdown]
@@ -304,7 +304,11 @@ assert np.allclose(tq.grad, eager_q.grad, rtol=1e-4, atol=1e-5)
 # per step): the templates 4.05 ms against 6.33 ms for the unfused ops and 3.46
 # ms for torch.compile (2.35 ms for torch's own flash attention).  The whole
 # decoder's training step went from 113.8 ms (unfused) to 105.4 ms, against
-# 75.3 ms for torch.compile: the rest of the step is where the gap is now.
+# 75.3 ms for torch.compile; the rest of the gap was the matmul template's exact
+# "ieee" products on the CUDA cores.  With "tf32x3" products there too (the
+# default now) the step takes 72.4 ms against 75.4 ms for torch.compile in the
+# same run, and its gradients are as close to a float64 reference as CuPy's
+# cuBLAS ones (closer, on that run).
 
 # %% [markdown]
 # ## What Triton cannot do exactly falls back to NumPy
