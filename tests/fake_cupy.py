@@ -30,6 +30,10 @@ What it models, because minicompile's device code depends on it:
   through NumPy's dispatch (so ``mc.Tensor``'s ``__array_ufunc__`` answers
   ``cupy_array * tensor``), as CuPy's do.
 
+CUDA events (``cupy.cuda.Event``, ``get_elapsed_time``) model a device that runs
+each launch as it is made: an event's time is the host's when it is recorded.
+``CURRENT_STREAM.capturing`` says whether a CUDA graph is being recorded.
+
 What it does not model: a device, memory pools, streams, kernels (``data.ptr``
 is the host address of the first element), ``__cuda_array_interface__``; asynchrony; CuPy's own dtype rules where they
 differ from NumPy's; integer-array indices out of range, which CuPy wraps
@@ -38,6 +42,7 @@ around (``mode="wrap"``) and this double, computing with NumPy, refuses.
 from __future__ import annotations
 
 import json
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -376,8 +381,34 @@ def _namespace(name: str, numpy_namespace: Any, names: frozenset, **members: Any
     return namespace
 
 
+class _Event:
+    """A CUDA event of a device that runs each launch as it is made."""
+
+    def __init__(self, block: bool = False, disable_timing: bool = False, interprocess: bool = False):
+        self.ns: int | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self.ns = time.perf_counter_ns()
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Stream:
+    capturing = False
+
+    def is_capturing(self) -> bool:
+        return self.capturing
+
+
+CURRENT_STREAM = _Stream()
+cuda = types.SimpleNamespace(
+    Event=_Event, get_current_stream=lambda: CURRENT_STREAM,
+    Device=lambda device=None: types.SimpleNamespace(synchronize=lambda: None),
+    get_elapsed_time=lambda start, end: (end.ns - start.ns) / 1e6)
+
 module = _namespace(
-    "cupy", np, CUPY_NAMES["numpy"], ndarray=ndarray, asarray=asarray, array=array, asnumpy=asnumpy,
+    "cupy", np, CUPY_NAMES["numpy"], ndarray=ndarray, asarray=asarray, array=array, asnumpy=asnumpy, cuda=cuda,
     pi=np.pi, e=np.e, inf=np.inf, nan=np.nan, newaxis=None,
     linalg=_namespace("cupy.linalg", np.linalg, CUPY_NAMES["numpy.linalg"]),
     fft=_namespace("cupy.fft", np.fft, CUPY_NAMES["numpy.fft"]))

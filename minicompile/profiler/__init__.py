@@ -26,6 +26,7 @@ from typing import Any
 
 from . import hooks
 from .compiled import Instrumenter, call_compiled
+from .device import DeviceTimer, busy_ns
 from .events import HOST, Event, compile_windows, nest, python_gaps
 from .numpy_calls import NumpyRecorder
 from .table import KeyAverage, key_averages, format_table
@@ -36,7 +37,8 @@ class Profile:
 
     def __init__(self, record_numpy: bool = True):
         self.record_numpy = record_numpy
-        self.numpy_recorder = NumpyRecorder(self._record_numpy)
+        self.device = DeviceTimer()
+        self.numpy_recorder = NumpyRecorder(self._record_numpy, self.device)
         self.instrumenter = Instrumenter()
         self._raw: list[Event] = []
         self._events: list[Event] | None = None
@@ -61,6 +63,7 @@ class Profile:
         if self.record_numpy:
             self.numpy_recorder.stop()
         self.instrumenter.restore()
+        self._raw += self.device.events()
 
     def add(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict | None = None,
             track: int = HOST) -> None:
@@ -104,7 +107,14 @@ class Profile:
     def table(self, sort_by: str = "total", row_limit: int = 30) -> str:
         """A text table: one row per event name (``sort_by``: total, self, calls, name) in
         the steady state, then the compiles."""
-        return format_table(self.key_averages(), self.total_ns, sort_by, row_limit, self.warmup_ns)
+        text = format_table(self.key_averages(), self.total_ns, sort_by, row_limit, self.warmup_ns)
+        device = busy_ns(self.events, self.compile_windows)
+        if device is None:
+            return text
+        busy, last = device  # the device may finish after the host's last call returned
+        steady = max(max(self.end_ns, last) - self.start_ns - self.warmup_ns, 1)
+        return text + (f"\nGPU busy {busy / 1e6:.3f}ms of {steady / 1e6:.3f}ms (the steady state until the "
+                       f"device finished: {100 * busy / steady:.1f}%), idle the rest")
 
     def export_chrome_trace(self, path: str) -> str:
         """Write Chrome trace-event JSON (opens in Perfetto); returns the path."""

@@ -25,15 +25,20 @@ from .events import COMPILE, SPYRE
 
 
 def _timer(name: str, cat: str, fn: Callable) -> Callable:
+    """``fn`` timed on the host, and on the device when its arguments are CuPy arrays."""
     def timed(*args: Any, **kwargs: Any) -> Any:
         prof = hooks.active
         if prof is None:
             return fn(*args, **kwargs)
+        on_device = prof.device.begin(args, kwargs)
         start = perf_counter_ns()
         try:
             return fn(*args, **kwargs)
         finally:
-            prof.add(name, cat, start, perf_counter_ns())
+            end = perf_counter_ns()
+            prof.add(name, cat, start, end)
+            if on_device is not None:
+                prof.device.end(name, "device", on_device, end)
 
     return timed
 
@@ -75,6 +80,12 @@ class Instrumenter:
         if hasattr(compiled, "frozen"):  # ir.freezing's wrapper around the backend's result
             self.instrument(getattr(compiled, "compiled", None))
             return
+        if hasattr(compiled, "recordings"):  # mode="reduce-overhead": each replay, one launch
+            self._seen.add(id(compiled))
+            self._swapped.append((compiled, None))
+            compiled._replay = _timer("CUDA graph replay", "kernel", compiled._replay)
+            self.instrument(compiled.compiled)  # the calls that run plainly
+            return
         call = getattr(compiled, "_call", None)
         if isinstance(call, types.FunctionType) and isinstance(getattr(compiled, "kernels", None), list):
             self._seen.add(id(compiled))
@@ -85,7 +96,10 @@ class Instrumenter:
 
     def restore(self) -> None:
         for compiled, call in reversed(self._swapped):
-            compiled._call = call
+            if call is None:
+                del compiled._replay  # the class's method again
+            else:
+                compiled._call = call
         self._swapped.clear()
         self._seen.clear()
 

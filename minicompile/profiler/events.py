@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Tracks (Chrome trace "threads"): host wall time, the simulated Spyre card, and
-# compiles (capture, backend and the first run of a cache miss, on the host too):
-# warm-up, kept apart from the steady state.
+# Tracks (Chrome trace "threads"): host wall time, the simulated Spyre card, the
+# GPU's device time (:mod:`.device`), and compiles (capture, backend and the first
+# run of a cache miss, on the host too): warm-up, kept apart from the steady state.
 HOST = 0
 SPYRE = 1
 COMPILE = 2
+GPU = 3
 TRACK_NAMES = {HOST: "host (wall time)", SPYRE: "Spyre card (simulated cycles)",
-               COMPILE: "compile (capture, backend, first run)"}
+               COMPILE: "compile (capture, backend, first run)", GPU: "GPU (device time, CUDA events)"}
 
 # Categories, in the order the table and legends list them.
 CATEGORIES = (
@@ -30,6 +31,7 @@ CATEGORIES = (
     "kernel",     # one generated kernel (C++, Triton)
     "extern",     # a NumPy library call made by compiled code (matmul, views)
     "spyre",      # one Spyre program, timed by the simulator's cycle count
+    "device",     # the GPU running one launch (a kernel, a CuPy call, a CUDA graph replay)
 )
 
 

@@ -28,6 +28,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from .device import DeviceTimer
+
 MODULES = {"numpy": "np", "numpy.linalg": "np.linalg", "numpy.fft": "np.fft"}
 
 
@@ -59,8 +61,9 @@ class _UfuncProxy:
 class NumpyRecorder:
     """Calls ``record(name, start_ns, end_ns)`` for each top-level NumPy call."""
 
-    def __init__(self, record: Callable[[str, int, int], None]):
+    def __init__(self, record: Callable[[str, int, int], None], device: DeviceTimer | None = None):
         self.record = record
+        self.device = device  # times the calls given CuPy arrays on the GPU too
         self.owner = threading.get_ident()
         self.depth = 0
         # (module, attribute, the real value, its stand-in)
@@ -79,6 +82,7 @@ class NumpyRecorder:
         if not self._running or self.depth or threading.get_ident() != self.owner:
             return fn(*args, **kwargs)
         self.depth += 1
+        on_device = self.device.begin(args, kwargs) if self.device is not None else None
         start = perf_counter_ns()
         try:
             return fn(*args, **kwargs)
@@ -86,6 +90,8 @@ class NumpyRecorder:
             end = perf_counter_ns()
             self.depth -= 1
             self.record(name, start, end)
+            if on_device is not None:
+                self.device.end(name, "device", on_device, end)
 
     def _stand_in(self, name: str, value: Any) -> Any:
         if isinstance(value, np.ufunc):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from .events import CATEGORIES, COMPILE, SPYRE, Event
 
 COLOURS = dict(zip(CATEGORIES, ("#1f77b4", "#c7c7c7", "#2ca02c", "#ff7f0e", "#d62728",
-                                "#9467bd", "#8c564b", "#e377c2", "#17becf")))
+                                "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")))
 
 # The rows of the categories that are not one row per name, in drawing order.
 CATEGORY_ROWS = {
@@ -31,6 +31,7 @@ CATEGORY_ROWS = {
     "compiled": "compiled calls",
     "guard": "guard checks",
     "wrapper": "wrappers (allocation, calls)",
+    "device": "GPU (device time; gaps: idle)",
 }
 PER_NAME = ("kernel", "extern", "spyre")  # one row per kernel, extern call, Spyre program
 WINDOW_SHARE = 0.08  # each compile window is drawn this share of the steady state's time

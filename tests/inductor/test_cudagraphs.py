@@ -241,3 +241,19 @@ def test_any_sequence_of_calls_matches_eager(graphs, calls, dynamic):
     for got, expected in kept:
         for g, e in zip(got, expected):
             np.testing.assert_allclose(peek(g), e, rtol=1e-12, atol=1e-12)
+
+
+def test_a_profile_shows_each_replay_on_the_host_and_on_the_gpu(graphs):
+    cp, peek, captured = graphs
+    fn = mc.compile(lambda w, x: x @ w + 1.0, backend="eager", mode="reduce-overhead")
+    w, x = cp.asarray(np.ones((3, 4))), cp.asarray(np.ones((2, 3)))
+    for _ in range(3):  # a warm-up, a recording, a replay
+        fn(w, x)
+    runner = _runner(fn)
+    with mc.profile() as prof:
+        for _ in range(4):
+            fn(w, x)
+    replays = [(e.cat, e.track) for e in prof.events if e.name == "CUDA graph replay"]
+    assert replays.count(("kernel", 0)) == 4 and replays.count(("device", 3)) == 4
+    assert "_replay" not in vars(runner)  # the method is the class's again
+    assert runner.replays == 6 and "GPU busy" in prof.table()  # the recording call replays too

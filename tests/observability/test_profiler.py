@@ -381,3 +381,44 @@ def test_the_readme_profile_snippet_shows_a_useful_table(tmp_path, monkeypatch, 
     assert 0 < kernel_self < 100
     assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
     assert (tmp_path / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_calls_on_cupy_arrays_have_device_events_and_the_table_says_how_busy_the_gpu_was(fake_cupy):
+    """An ``np.*`` call given CuPy arrays also records CUDA events: one event per call
+    on the GPU track, from when the host had made the launch to when the device had
+    run it, and the table's last line is the GPU's busy share.  (The
+    kernels of compiled code take the same path: tests/inductor/test_cudagraphs.py
+    times replays, the GPU tests kernels.)"""
+    from minicompile.profiler.events import GPU
+
+    cp = fake_cupy.module
+    x = cp.asarray(np.arange(12.0).reshape(3, 4))
+    with mc.profile() as prof:
+        y = np.exp(x)
+        np.add.reduce(y)
+        np.exp(np.ones(3))  # a NumPy array: host only
+    device = [e for e in prof.events if e.cat == "device"]
+    host = [e for e in prof.events if e.cat == "numpy"]
+    assert [e.name for e in device] == ["np.exp", "np.add.reduce"]
+    assert [e.name for e in host] == ["np.exp", "np.add.reduce", "np.ones", "np.exp"]
+    assert all(e.track == GPU and e.dur_ns > 0 for e in device)
+    for d, h in zip(device, host):  # no launch runs before the host has made it
+        assert h.end_ns <= d.start_ns < d.end_ns
+    busy = re.search(r"GPU busy ([\d.]+)ms of ([\d.]+)ms \(the steady state until the device finished: "
+                     r"[\d.]+%\), idle the rest", prof.table())
+    assert busy and 0 < float(busy[1]) <= float(busy[2])
+    with mc.profile() as host_only:
+        np.exp(np.ones(3))
+    assert not any(e.cat == "device" for e in host_only.events) and "GPU busy" not in host_only.table()
+
+
+def test_no_device_events_while_a_cuda_graph_is_being_recorded(fake_cupy, monkeypatch):
+    """Inside a stream capture nothing runs, and the first event's wait for the device
+    would end the capture: the timer stays out of it."""
+    from minicompile.profiler.device import DeviceTimer
+
+    timer, x = DeviceTimer(), fake_cupy.module.asarray(np.ones(3))
+    monkeypatch.setattr(fake_cupy.CURRENT_STREAM, "capturing", True)
+    assert timer.begin((x,)) is None
+    monkeypatch.setattr(fake_cupy.CURRENT_STREAM, "capturing", False)
+    assert timer.begin((1.0, [x])) is not None and timer.begin((np.ones(3),)) is None
