@@ -68,7 +68,7 @@ def weights(shape):
 
 
 def read(expr, o):
-    value = eval(expr, {"np": np, "o": o})
+    value = eval(expr, {"np": np, "o": np.atleast_1d(o)})  # (a sum's 0-d result too)
     return np.sum(value * weights(np.shape(value)))
 
 
