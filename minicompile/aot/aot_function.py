@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 
 from .. import graph_id, ir, logs
 from ..ir.graph import copy_calls
 from ..ir.passes import dead_code_elimination
-from ..ir.ops.registry import as_array
+from ..ir.ops.registry import array_module, as_array
 from .joint import build_joint_graph
 from .partition import Partition, default_partition, min_cut_partition
-from .tensor import Tensor, TapeNode, grad_enabled
+from .tensor import Tensor, TapeNode, apply, grad_enabled
 
 Backend = Callable[[ir.Graph, list], Callable[..., tuple]]
 PARTITIONERS = {"min_cut": min_cut_partition, "default": default_partition}
@@ -89,8 +88,7 @@ class AotFunction:
         """The backward of output ``k``: the compiled backward with zero tangents elsewhere
         (gradients are linear in the tangents, so per-output calls add up correctly)."""
         def run(g: Any) -> dict[int, Any]:
-            # In each output's own module (NumPy's, or CuPy's on the GPU) and dtype.
-            tangents = [as_array(g, as_array(out).dtype, like=out) if i == k else np.zeros_like(as_array(out))
+            tangents = [_tangent(g if i == k else None, out)
                         for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
                         if has]
             if self._backward is None:
@@ -108,7 +106,7 @@ class AotFunction:
         gradients out — compiled as a training graph in turn: its joint graph is built by
         the same rules and partitioned again, so it can be differentiated again."""
         def run(g: Any) -> dict[int, Any]:
-            tangents = [g if i == k else np.zeros_like(as_array(out))
+            tangents = [_tangent_on_tape(g) if i == k else _tangent(None, out)
                         for i, (out, has) in enumerate(zip(forward_outputs, self.joint.output_has_tangent))
                         if has]
             # The inputs that need a gradient as the tape node holds them: one written in place
@@ -146,6 +144,27 @@ def vjp_graph(joint: Any) -> ir.Graph:
     copy_calls(joint.graph, graph, copy)
     graph.output([copy[o] for o in joint.graph.outputs[joint.num_forward_outputs:]])
     return dead_code_elimination(graph)
+
+
+def _tangent(g: Any, out: Any) -> Any:
+    """The tangent of forward output ``out`` as the compiled backward takes it: ``g`` (zeros
+    where None) in the output's module (NumPy's, or CuPy's on the GPU) and dtype, and
+    C-contiguous.  The backward is compiled for the layout of the tangents of its first
+    call, as any compiled graph is for its example inputs, and nothing guards it later;
+    a gradient reaches an output in whatever layout the tape's rules made it (that of
+    ``out.T`` is a transposed view), so every tangent is made one layout, torch's too."""
+    out = as_array(out)
+    xp = array_module(out)
+    if g is None:
+        return xp.zeros(out.shape, out.dtype)
+    return xp.asarray(as_array(g, out.dtype, like=out), order="C")
+
+
+def _tangent_on_tape(g: Any) -> Any:
+    """:func:`_tangent` of a tensor, on the tape (a C-ordered copy where it is needed)."""
+    if not isinstance(g, Tensor):
+        return array_module(g).asarray(g, order="C")
+    return g if g.data.flags.c_contiguous else apply("copy", (g,), {"order": "C"})
 
 
 def _data(x: Any) -> Any:

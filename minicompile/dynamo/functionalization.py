@@ -636,6 +636,10 @@ class Functionalizer:
         from .variables.containers import DictVariable, ListVariable, TupleVariable
 
         if isinstance(var, ArrayVariable):
+            if var.storage is None and not var.scalar:
+                # An mc.Tensor: the caller's own (identity) or a view of another one, which
+                # is taken from it again, on the tape, so that it sees the writes NumPy's would.
+                return var.source is not None or var.tensor_view_of is not None
             return var.storage is not None and (bool(var.view) or var.storage.source is not None
                                                 or var.storage.maybe_view is not None)
         if var.source is not None:

@@ -11,7 +11,8 @@ other test: a zero gradient for ``u[1:-1] = 0.5 * (u[:-2] + u[2:])`` (a cycle
 on the tape), a view that missed ``u += w`` (``+=`` rebound the tensor), and
 writes the trace kept in the graph although a dict, an attribute, a global
 list or the tensor a view views would see them (the tape refuses the last:
-compiled code must refuse it too).
+compiled code must refuse it too); and views a compiled region returned, or
+an argument it returned as itself, which later writes missed.
 """
 from __future__ import annotations
 
@@ -55,6 +56,11 @@ STATEMENTS = [
     "box = Box()\nbox.u = u\nbox.u += w",
     "HELD.append(u)\nHELD[-1] *= 1.5",
     "g = u[1:4]\ng *= 3.0",
+    # Views a compiled region returns (and an argument it returns as itself): the tape links
+    # them to their base, so that later writes reach them as NumPy's (they once missed them).
+    "v = tail(u)",
+    "v = row(u)",
+    "u = same(u, w)",
 ]
 
 
@@ -73,8 +79,16 @@ class Box:
     """An object the program stores a tensor on."""
 
 
-def build(source: str):
-    namespace = {"np": np, "bump": bump, "Box": Box, "HELD": []}
+REGIONS = {  # each compiled on its own, on the backend the program is compiled on
+    "tail": lambda x: x[2:],
+    "row": lambda x: x.reshape(2, 3)[::-1][0],
+    "same": lambda x, w: x if w.sum() > 0 else x * 2.0,
+}
+
+
+def build(source: str, backend: str | None = None):
+    regions = {k: f if backend is None else mc.compile(f, backend=backend) for k, f in REGIONS.items()}
+    namespace = {"np": np, "bump": bump, "Box": Box, "HELD": [], **regions}
     exec(compile(source, "<in-place program>", "exec"), namespace)
     fn = namespace["f"]
 
@@ -99,7 +113,7 @@ def test_in_place_writes_to_tensors_match_numpy_and_central_differences(statemen
         mc.reset()
         U, W = mc.Tensor(u.copy(), requires_grad=True), mc.Tensor(w.copy(), requires_grad=True)
         try:
-            loss = (fn if backend is None else mc.compile(fn, backend=backend))(U, W)
+            loss = (fn if backend is None else mc.compile(build(source, backend), backend=backend))(U, W)
         except TypeError as e:
             assert backend is None or refused is not None, f"{backend}: {e}"
             refused = e
@@ -169,3 +183,32 @@ def test_a_write_to_a_tensor_another_name_holds_reaches_it():
         mc.reset()
         got = mc.compile(f, backend=backend)(mc.Tensor(u, requires_grad=True), mc.Tensor(w))
         assert float(got) == f(u.copy(), w) == 10.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_view_a_compiled_region_returns_sees_later_writes_into_its_base(backend):
+    transposed = mc.compile(lambda h: h.T, backend=backend)
+    c = np.arange(6.0).reshape(3, 2)
+
+    def f(x):
+        h = x * 1.0
+        t = transposed(h)
+        h *= 3.0  # t is a view of h, in NumPy: it sees this
+        return (t * c).sum() + (h ** 2).sum()
+
+    x = np.arange(6.0).reshape(2, 3) / 7
+    X = mc.Tensor(x.copy(), requires_grad=True)
+    loss = f(X)
+    np.testing.assert_allclose(float(loss), f(x.copy()), rtol=1e-12)
+    loss.backward()
+    np.testing.assert_allclose(X.grad, 3.0 * c.T + 18.0 * x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_argument_a_compiled_region_returns_is_the_callers_tensor(backend):
+    def f(x, w):
+        return x, np.tanh(x * w)
+
+    x, w = mc.Tensor(np.ones(3), requires_grad=True), mc.Tensor(np.ones(3))
+    same, _ = mc.compile(f, backend=backend)(x, w)
+    assert same is x
