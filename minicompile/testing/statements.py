@@ -156,6 +156,7 @@ VIEWS = {  # local views (and copies that look like views): template -> least nd
     # through the result reaches the argument exactly when NumPy's is a view.
     "{x}.flatten()": 0, "np.asarray({x})": 0, "np.ravel({x})": 0, "{x}.reshape({x}.size)": 0,
     "{x}[[0, -1]]": 1, "{x}.astype({x}.dtype, copy=False)": 0, "np.squeeze({x}[None])": 0,
+    "np.array({x})": 0, "np.asarray({x}, dtype={x}.dtype)": 0, "np.ascontiguousarray({x})": 0,
 }
 # Subscript views, usable as targets of `t op= v` and `t[k] = v`.
 TARGET_VIEWS = ["{x}[1:]", "{x}[::-1]", "{x}[::2]", "{x}[-2::-2]", "{x}[..., 0]", "{x}[None]", "{x}[0]",

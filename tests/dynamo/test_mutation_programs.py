@@ -306,11 +306,11 @@ def test_make_args_rebuilds_the_aliasing():
 
 
 def test_the_generator_draws_every_feature():
-    """Over 400 programs, every kind of statement, argument and return appears
+    """Over 600 programs, every kind of statement, argument and return appears
     (a generator that silently stops drawing one proves nothing)."""
     drawn: list[Program] = []
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=600, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
     @given(programs())
     def collect(program):
@@ -320,7 +320,7 @@ def test_the_generator_draws_every_feature():
     text = "\n".join(p.source + p.args_source for p in drawn)
     for feature in ["+=", "*=", "] = ", " > 0] = ", "out=", "np.copyto(", ".at(", ".fill(", ".sort(",
                     "[::-1]", ".T", "np.swapaxes(", ".reshape(-1)", "np.expand_dims(", "np.squeeze(",
-                    "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(",
+                    "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(", "np.array(",
                     "print(", "float(", ".item()", "bump(", "peek(", "twice(", "lst", "dct[", "obj.",
                     "Box(", "[0, 0, -1]", "dtype=np.bool", "dtype=np.int32", "dtype=np.float32",
                     "return None", "mc.Tensor(", "r0 = "]:
