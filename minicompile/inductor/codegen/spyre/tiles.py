@@ -208,6 +208,10 @@ class TileEmitter:
             compute_format(v.dtype)  # refuses what the vector unit cannot hold
         match v:
             case L.Constant(value=c):
+                if np.dtype(v.dtype).kind == "f" and np.isfinite(c) \
+                        and not np.isfinite(np.float32(np.float16(c) if v.dtype == np.float16 else c)):
+                    # 1e40 is inf in fp32: x * 1e40 would be NaN where x is 0, NumPy's 0
+                    raise Unmappable(f"the constant {c!r} is beyond fp32's range")
                 return _as_scalar(c, v.dtype)
             case L.Load(buffer=b):
                 if b in self.computed:
