@@ -321,12 +321,13 @@ def test_the_generator_draws_every_feature():
     for feature in ["+=", "*=", "] = ", " > 0] = ", "out=", "np.copyto(", ".at(", ".fill(", ".sort(",
                     "[::-1]", ".T", "np.swapaxes(", ".reshape(-1)", "np.expand_dims(", "np.squeeze(",
                     "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(", "np.array(",
+                    "is np.True_", "1.0 / ",
                     "print(", "float(", ".item()", "bump(", "peek(", "twice(", "lst", "dct[", "obj.",
                     "Box(", "[0, 0, -1]", "dtype=np.bool", "dtype=np.int32", "dtype=np.float32",
                     "return None", "mc.Tensor(", "r0 = "]:
         assert feature in text, f"no program draws {feature!r}"
     assert any(p.raises for p in drawn) and not all(p.raises for p in drawn)
-    assert any("separate" in p.calls for p in drawn)
+    assert any("separate" in p.calls for p in drawn) and any("raising" in p.calls for p in drawn)
     assert any(p.returns is None for p in drawn) and any(p.returns and "," in p.returns for p in drawn)
     returned = [p.args_source.splitlines()[-1] for p in drawn]
     for aliasing in [r"[(, ](b\d+), \1[,)]",  # the same array twice
