@@ -65,7 +65,7 @@ def explain(fn: Callable) -> Callable[..., ExplainOutput]:
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         kind = python_only_kind(target)
         if kind is not None:  # calling it would only make a generator or coroutine
-            reason = python_only_reason(target, kind)
+            reason = python_only_reason(target, f"is {kind}")
             return ExplainOutput(graph_break_count=1, break_reasons=[reason], python_only=kind)
         with recording() as captures:
             dynamic = fn.dynamic.mode if isinstance(fn, OptimizedFunction) else None

@@ -183,7 +183,8 @@ INFOS: list[OpInfo] = UFUNC_INFOS + [
                         "np.diag(a)", "np.diag(a, k=-1)"], [((3, 4),), ((2, 3, 3),), ((4,),)], ALL),
     # creation from an array's meta, or from Python values next to an array
     OpInfo("zeros_like", ["np.zeros_like(a)", "np.ones_like(a, dtype=np.float32)", "np.empty_like(a)",
-                          "np.full_like(a, 7)", "np.zeros_like(a, shape=(2, 5))"], [((3, 4),), ((),)], ALL),
+                          "np.full_like(a, 7)", "np.zeros_like(a, shape=(2, 5))", "np.full_like(a, -1)",
+                          "np.full(a.shape, 300, dtype=a.dtype)"], [((3, 4),), ((),)], ALL),
     OpInfo("full", ["np.full(a.shape, 2.5) + a", "np.zeros((2, 3), dtype=np.int8) + a", "np.ones(4) * a",
                     "np.arange(4) + a", "np.arange(1, 9, 3, dtype=np.float32) + a", "np.linspace(0, 1, 4) + a",
                     "np.eye(4) + a", "np.eye(4, 5, k=1, dtype=np.int32) + a", "np.tri(4, 4, -1) * a",

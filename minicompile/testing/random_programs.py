@@ -259,7 +259,9 @@ class Program:
 
     def make_args(self, variant: str = "aliased") -> tuple[tuple, list[np.ndarray]]:
         """Fresh arguments and the bases they view.  ``"separate"``: each argument is a
-        deep copy of its own, so no two arguments alias (a container's members may)."""
+        deep copy of its own, so no two arguments alias (a container's members may);
+        ``"raising"``: the aliased ones, for a call made while NumPy's floating-point
+        errors raise (``np.errstate(all="raise")``, which the caller sets)."""
         import minicompile as mc  # (mc.Tensor arguments; imported late: minicompile imports this module)
 
         namespace = dict(NAMESPACE, mc=mc)
@@ -395,7 +397,8 @@ def programs(draw, *, mutation: bool = False, graph_breaks: bool = False, aliasi
         read = draw(st.sampled_from(reads))
         program.returns = read if program.returns in (None, "None") else f"{program.returns}, {read}"
     program.calls = draw(st.sampled_from([("aliased", "aliased"), ("aliased", "aliased"),
-                                          ("separate", "aliased"), ("aliased", "separate", "aliased")]))
+                                          ("separate", "aliased"), ("aliased", "separate", "aliased"),
+                                          ("aliased", "raising", "aliased")]))
     return program
 
 

@@ -156,6 +156,7 @@ VIEWS = {  # local views (and copies that look like views): template -> least nd
     # through the result reaches the argument exactly when NumPy's is a view.
     "{x}.flatten()": 0, "np.asarray({x})": 0, "np.ravel({x})": 0, "{x}.reshape({x}.size)": 0,
     "{x}[[0, -1]]": 1, "{x}.astype({x}.dtype, copy=False)": 0, "np.squeeze({x}[None])": 0,
+    "np.array({x})": 0, "np.asarray({x}, dtype={x}.dtype)": 0, "np.ascontiguousarray({x})": 0,
 }
 # Subscript views, usable as targets of `t op= v` and `t[k] = v`.
 TARGET_VIEWS = ["{x}[1:]", "{x}[::-1]", "{x}[::2]", "{x}[-2::-2]", "{x}[..., 0]", "{x}[None]", "{x}[0]",
@@ -174,7 +175,7 @@ UFUNCS_1 = ["np.positive", "np.abs", "np.square", "np.sin", "np.floor", "np.logi
 COMPUTE = ["{x} * 2", "{x} + {y}", "{x} - {y}", "{x} * {y}", "{x}.sum()", "{x}.sum(axis=0)", "np.sin({x})",
            "{x}.copy()", "{x} > 0", "{x}.astype(np.float32)", "np.where({x} > 0, {x}, 0)", "{x}[{key}]",
            "{x}.max()", "np.cumsum({x})", "{x} + {s}", "{x}.mean(axis=-1)", "-{x}", "{x}.T * 2",
-           "{x}[::2] * 2"]
+           "{x}[::2] * 2", "{x}.sum() + (({x}.sum() > 0) is np.True_)", "np.where({x} != 0, 1.0 / {x}, 0.0)"]
 BREAKS = ["print('p', {x}.shape, {x}.dtype)", "print('p', {shown})", "{s_new} = float({x}.sum())",
           "{s_new} = {x}.sum().item()", "bump({x})", "{v_new} = twice({x})", "{v_new} = peek({x})"]
 STATEMENT_KINDS = ["inplace", "inplace", "setitem", "setitem", "setitem", "mask", "out", "copyto", "at",

@@ -93,7 +93,8 @@ def run(fn: Callable, program: Program, variant: str, device: "OnDevice | None" 
     call_args = device.wrap(args) if device is not None else args
     out = io.StringIO()
     result, error = None, None
-    with np.errstate(all="ignore"), warnings.catch_warnings(), contextlib.redirect_stdout(out):
+    errors = "raise" if variant == "raising" else "ignore"  # NumPy's error state around the call
+    with np.errstate(all=errors), warnings.catch_warnings(), contextlib.redirect_stdout(out):
         warnings.simplefilter("ignore")
         try:
             result = fn(*call_args)

@@ -212,6 +212,11 @@ def asarray_array_flatten(x):
     return x, z, f
 
 
+def array_copies_what_asarray_returns(x):
+    # np.array(x) is a new array even when nothing writes it (it once came back as x itself)
+    return np.array(x), np.array(x[1:]), np.array(x, dtype=x.dtype), np.asarray(x[1:])
+
+
 def zero_d_view_and_scalar(x):
     v = x[0, ...]
     v += 1
@@ -304,6 +309,7 @@ CASES = [
     Case(arrays_in_a_list, lambda: ([np.ones(3), np.zeros(3)],)),
     Case(fill_sort_copyto_at, lambda: (np.array([3.0, 1.0, 2.0]),)),
     Case(asarray_array_flatten, lambda: (np.arange(3.0),)),
+    Case(array_copies_what_asarray_returns, lambda: (np.arange(3.0),)),
     Case(zero_d_view_and_scalar, lambda: (np.arange(3.0),)),
     Case(reshape_of_unknown_layout_written, lambda: (np.arange(6.0).reshape(2, 3),), whole=False),
     Case(in_place_on_both_sides_of_breaks, lambda: (np.arange(3.0),), whole=False),

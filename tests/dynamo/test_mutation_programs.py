@@ -306,11 +306,11 @@ def test_make_args_rebuilds_the_aliasing():
 
 
 def test_the_generator_draws_every_feature():
-    """Over 400 programs, every kind of statement, argument and return appears
+    """Over 600 programs, every kind of statement, argument and return appears
     (a generator that silently stops drawing one proves nothing)."""
     drawn: list[Program] = []
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=600, derandomize=True, database=None, deadline=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
     @given(programs())
     def collect(program):
@@ -320,13 +320,14 @@ def test_the_generator_draws_every_feature():
     text = "\n".join(p.source + p.args_source for p in drawn)
     for feature in ["+=", "*=", "] = ", " > 0] = ", "out=", "np.copyto(", ".at(", ".fill(", ".sort(",
                     "[::-1]", ".T", "np.swapaxes(", ".reshape(-1)", "np.expand_dims(", "np.squeeze(",
-                    "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(",
+                    "np.flip(", "np.broadcast_to(", "[None]", "...", ".flatten()", "np.asarray(", "np.array(",
+                    "is np.True_", "1.0 / ",
                     "print(", "float(", ".item()", "bump(", "peek(", "twice(", "lst", "dct[", "obj.",
                     "Box(", "[0, 0, -1]", "dtype=np.bool", "dtype=np.int32", "dtype=np.float32",
                     "return None", "mc.Tensor(", "r0 = "]:
         assert feature in text, f"no program draws {feature!r}"
     assert any(p.raises for p in drawn) and not all(p.raises for p in drawn)
-    assert any("separate" in p.calls for p in drawn)
+    assert any("separate" in p.calls for p in drawn) and any("raising" in p.calls for p in drawn)
     assert any(p.returns is None for p in drawn) and any(p.returns and "," in p.returns for p in drawn)
     returned = [p.args_source.splitlines()[-1] for p in drawn]
     for aliasing in [r"[(, ](b\d+), \1[,)]",  # the same array twice

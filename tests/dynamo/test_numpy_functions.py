@@ -156,6 +156,16 @@ def test_python_bool_of_arrays_breaks_where_python_uses_it():
     assert type(mc.compile(arithmetic)(X, X)[0]) is int  # True + 1 is the int 2, as in Python
 
 
+def test_a_numpy_bool_scalar_is_np_true_or_np_false_by_its_value():
+    """NumPy's bool scalars are the two objects np.True_ and np.False_: ``is`` between
+    one computed from arrays and either asks for its value (it was taken as False)."""
+    def f(a):
+        return (a.sum() > 0) is np.True_, (a[0] > 9) is np.False_, (a > 0).all() is not np.True_
+
+    for sign in (1, -1):
+        assert_same(mc.compile(f, backend="eager")(X * sign), f(X * sign), "is")
+
+
 def test_answers_known_while_tracing_are_constants():
     def f(a, b):
         return (np.array_equal(a, b), np.allclose([1.0, 2.0], [1.0, 2.0 + 1e-9]), np.iscomplex(1 + 2j),

@@ -431,6 +431,33 @@ def test_raise_under_errstate_still_raises():
         mc.compile(raises_under_errstate, backend="eager")(np.array([0.0]))
 
 
+def divides(x, y):
+    return x / y + np.log(x)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore:minicompile:UserWarning")
+@pytest.mark.parametrize("backend", ["eager", "cpp"])
+def test_a_call_while_numpy_errors_raise_runs_as_python(backend):
+    """np.seterr(all="raise") around a call: NumPy raises FloatingPointError, which
+    compiled kernels never do (they gave inf and NaN); such a call runs as Python,
+    and the compiled code serves the calls made in NumPy's default state."""
+    compiled = mc.compile(divides, backend=backend)
+    x, y = np.array([1.0, 0.0]), np.array([0.0, 2.0])
+    assert_same(compiled(x, y), divides(x, y))  # compiled first, in the default state
+    for settings in ({"all": "raise"}, {"divide": "raise"}):
+        with np.errstate(**settings), pytest.raises(FloatingPointError):
+            compiled(x, y)
+    calls = []
+    with np.errstate(all="call", call=lambda *error: calls.append(error)):
+        assert_same(compiled(x, y), divides(x, y))
+    assert len(calls) == 4  # NumPy's callback, called for compiled and eager calls alike
+    with np.errstate(all="raise"):
+        assert_same(compiled(x + 1, y + 1), divides(x + 1, y + 1))  # no error: NumPy's answer
+    assert len(compiled.cache) == 1
+    with np.errstate(all="raise"), pytest.raises(mc.GraphBreakError, match="error state raises"):
+        mc.compile(divides, backend=backend, fullgraph=True)(x + 1, y + 1)
+
+
 # -- property test: class hierarchies and ways of calling them -----------------------------------
 
 LEVEL_KINDS = ("inherit", "extend", "replace")  # f inherited, f = super().f(x) + ..., f rewritten

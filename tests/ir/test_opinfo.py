@@ -85,6 +85,25 @@ def test_eager_backend_matches_numpy(sample):
     assert explanation.break_reasons == [], explanation.break_reasons
 
 
+def _refused(sample: Sample) -> bool:
+    try:
+        run(sample.function(), sample.args())
+    except Exception:
+        return True
+    return False
+
+
+REFUSED = [s for s in SAMPLES if _refused(s)]
+
+
+@pytest.mark.parametrize("sample", REFUSED, ids=[s.id for s in REFUSED])
+def test_cpp_backend_raises_where_numpy_raises(sample):
+    """What NumPy refuses (a bad axis, a Python int its dtype cannot hold), the
+    compiled code refuses too: the eager backend runs NumPy's own functions,
+    so only a backend that computes for itself can compute an answer instead."""
+    assert not check_sample(sample, "cpp")
+
+
 def test_squeeze_of_a_numpy_scalar():
     def f(a):
         return np.squeeze(a.sum())

@@ -140,7 +140,8 @@ def test_matmul_shapes_that_split_k_over_the_ring():
     (lambda x: x.sum(axis=1), np.int32, "int64"),        # NumPy sums int32 into int64
     (lambda x: x // 3, np.int32, "floor_divide"),        # no integer divider
     (lambda x: (x * 2.5).astype(np.int32), np.float32, "truncating"),  # fp16 copy, then trunc
-], ids=["int64", "int_sum", "floor_divide", "float_to_int"])
+    (lambda x: (x - x) * 1e40, np.float64, "beyond fp32"),  # 0 * inf would be NaN, NumPy's 0
+], ids=["int64", "int_sum", "floor_divide", "float_to_int", "huge_constant"])
 def test_unmapped_kernels_run_on_the_host(fn, dtype, why):
     backend = capture()
     mc.reset()

@@ -160,6 +160,33 @@ def test_random_integer_programs(types, ops):
         on_card(fn, a, b)
 
 
+FLOAT16_OPS = [np.add, np.subtract, np.multiply, np.maximum, np.minimum,
+               lambda a, b: np.where(a > b, a, b * 3), lambda a, b: a * a - b, lambda a, b: -a,
+               lambda a, b: a / 3, lambda a, b: a - a.sum(axis=1, keepdims=True),
+               lambda a, b: (a.astype(np.float32) * 100).astype(np.float16) - b]
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.tuples(st.integers(0, len(FLOAT16_OPS) - 1), st.integers(0, 3),
+                              st.integers(0, 3)), min_size=1, max_size=5))
+def test_random_float16_programs(ops):
+    """float16 arithmetic rounds each op's result to float16 as NumPy does: a product
+    past 65504 is inf and a sum loses what float16 cannot hold, even mid-kernel
+    (the card kept float16 intermediates in fp32: 300 * 300 / 300 was 300, not inf)."""
+    def fn(a, b):
+        values = [a, b]
+        for op, i, j in ops:
+            values.append(FLOAT16_OPS[op](values[-1 - i % len(values)], values[j % len(values)]))
+        return values[-1]
+    a, b = exact(19, 27, dtype=np.float16) * 16, exact(19, 27, dtype=np.float16) * 16
+    with np.errstate(all="ignore"):
+        mc.reset()
+        out = mc.compile(fn, backend="spyre")(a, b)
+        ref = fn(a, b)
+    assert out.dtype == ref.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float32), ref.astype(np.float32), rtol=2e-3, atol=1e-3)
+
+
 def test_integer_narrowing_cast_wraps():
     on_card(lambda a: (a * 5).astype(np.int8) + np.int8(1), exact(30, 30, dtype=np.int32))
 

@@ -182,6 +182,12 @@ def is_(tx: "InstructionTranslator", a: VariableTracker, b: VariableTracker) -> 
     if isinstance(a, ArrayVariable) or isinstance(b, ArrayVariable):
         if isinstance(a, ArrayVariable) and isinstance(b, ArrayVariable) and a is not b:
             raise Unsupported("'is' between two arrays (their identity is not traced)")
+        array, other = (a, b) if isinstance(a, ArrayVariable) else (b, a)
+        if array.scalar and array.node.meta.dtype == np.bool_ and isinstance(other, ConstantVariable) \
+                and isinstance(other.value, np.bool_):
+            # NumPy's bool scalars are two objects: (x.sum() > 0) is np.True_ asks for the value
+            raise Unsupported(f"'is' between a {array.describe()} and {other.value!r}: "
+                              "its value is known once the graph has run")
         return a is b  # an array is never None, a constant or a module
     made = (NewObjectVariable, ListVariable, DictVariable, TupleVariable)
     if any(isinstance(v, made) and v.source is None for v in (a, b)):

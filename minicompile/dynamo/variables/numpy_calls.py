@@ -191,7 +191,7 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
     (np.zeros, "zeros"), (np.ones, "ones"), (np.empty, "empty"), (np.full, "full"),
     (np.zeros_like, "zeros_like"), (np.ones_like, "ones_like"), (np.empty_like, "empty_like"),
     (np.full_like, "full_like"), (np.arange, "arange"), (np.linspace, "linspace"),
-    (np.eye, "eye"), (np.tri, "tri"), (np.asarray, "asarray"), (np.array, "asarray"),
+    (np.eye, "eye"), (np.tri, "tri"), (np.asarray, "asarray"),
     # linear algebra
     (np.matmul, "matmul"), (np.dot, "dot"), (np.vdot, "vdot"), (np.inner, "inner"),
     (np.outer, "outer"), (np.tensordot, "tensordot"), (np.convolve, "convolve"),
@@ -205,6 +205,8 @@ _SELF_STUBBED: list[tuple[Callable, str]] = [
 for _fn, _op in _SELF_STUBBED:
     # np.clip's keyword spelling min=/max=, np.array's object=
     FUNCTIONS[_fn] = CallRule(_op, _fn, {"min": "a_min", "max": "a_max", "object": "a"})
+# np.array copies by default (copy=True): never the array it was given.
+FUNCTIONS[np.array] = CallRule("asarray", np.array, {"object": "a"}, copies=True)
 
 # np.atleast_1d(*arys) returns a list for several arrays: one array only.
 for _n in (1, 2, 3):
@@ -393,10 +395,12 @@ def call_numpy(tx: "InstructionTranslator", rule: CallRule, args: list, kwargs: 
     plain_kw = {k: plain(v) for k, v in kwargs.items()}
     op_kwargs = bind_call(rule, plain_args, plain_kw, what)
     a = op_kwargs.get("a")
-    if rule.stub in (np.asarray, np.asanyarray) and isinstance(a, ArrayVariable) and not a.scalar \
+    if rule.op == "asarray" and isinstance(a, ArrayVariable) and not a.scalar \
             and op_kwargs.get("dtype") in (None, a.node.meta.dtype):
-        return a  # np.asarray(x) is x itself: a write through either shows in both
-    if rule.copies:  # x.flatten(): a view of a copy, never of x
+        # np.asarray(x) is x itself (a write through either shows in both); np.array(x)
+        # copies it: a copy node, never an asarray (which returns its input unchanged)
+        return tx.output.call("copy", {"a": a}) if rule.copies else a
+    if rule.copies and isinstance(a, ArrayVariable):  # x.flatten(), np.array(x): never x
         op_kwargs = {**op_kwargs, "a": tx.output.call("copy", {"a": a})}
     return tx.output.call(rule.op, op_kwargs)
 

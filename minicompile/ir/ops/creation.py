@@ -102,6 +102,7 @@ def _filled_meta(shape: tuple[int, ...], dtype: np.dtype | None, fill_value: Any
         dtype = fill_value.dtype if isinstance(fill_value, TensorMeta) else np.asarray(fill_value).dtype
     if isinstance(fill_value, TensorMeta):
         np.broadcast_shapes(fill_value.shape, shape)  # ValueError, as np.full raises
+    dt.check_weak_int_fits(fill_value, np.dtype(dtype))  # np.full(3, 300, np.int8): OverflowError
     return TensorMeta(shape, dt.check_supported(dtype))
 
 
@@ -110,7 +111,9 @@ def _like_meta(a: TensorMeta, dtype: np.dtype | None, shape: tuple[int, ...] | N
     out_shape = a.shape if shape is None else shape
     if isinstance(fill_value, TensorMeta):
         np.broadcast_shapes(fill_value.shape, out_shape)
-    return TensorMeta(out_shape, dt.check_supported(a.dtype if dtype is None else dtype))
+    out_dtype = a.dtype if dtype is None else np.dtype(dtype)
+    dt.check_weak_int_fits(fill_value, out_dtype)  # np.full_like(uint8_array, -1): OverflowError
+    return TensorMeta(out_shape, dt.check_supported(out_dtype))
 
 
 for _name, _impl, _canon, _meta in (

@@ -424,7 +424,8 @@ def _reduce(emitter: TileEmitter, store: Store, cols: int, first: bool = True,
         if bound is None or bound * cols > INT32_MAX:
             raise Unmappable(f"{rtype} of {store.body.dtype}: NumPy accumulates integers in "
                              "int64, and this sum may not fit 32 bits")
-    fmt = value_format(store.reduction.dtype)
+    # floats accumulate in fp32 (NumPy sums float16 in float32 too, rounding once at the end)
+    fmt = "fp32" if np.dtype(store.reduction.dtype).kind == "f" else value_format(store.reduction.dtype)
     out = emitter.tile(("reduce", store.buffer), (True, False), fmt)
     part = out if first else emitter.tile(("partial", store.buffer), (True, False), fmt)
     emitter.emit(VectorReduce("sum" if rtype == "mean" else rtype, part, tile, axis=1))
@@ -432,4 +433,8 @@ def _reduce(emitter: TileEmitter, store: Store, cols: int, first: bool = True,
         emitter.emit(VectorBinary(COMBINE[rtype], out, out, part))
     if last and rtype == "mean":
         emitter.emit(VectorBinary("mul", out, out, 1.0 / cols))
+    if last and fmt != value_format(store.reduction.dtype):  # a float16 result: rounded once
+        rounded = emitter.tile(("rounded", store.buffer), (True, False), value_format(store.reduction.dtype))
+        emitter.emit(VectorUnary("copy", rounded, out))
+        return rounded, (True, False)
     return out, (True, False)

@@ -131,9 +131,11 @@ def is_scalar(value) -> bool:
 
 
 def _as_scalar(value, dtype: np.dtype) -> Scalar:
-    """A folded value as the vector unit would hold it: fp32 floats, wrapped integers."""
-    if np.dtype(dtype).kind == "f":
-        return float(np.float32(value))
+    """A folded value as the vector unit would hold it: fp32 floats (fp16 for float16
+    values), wrapped integers."""
+    if np.dtype(dtype).kind == "f":  # a float16 value rounded as value_format stores it
+        with np.errstate(over="ignore"):
+            return float(np.float16(value) if np.dtype(dtype) == np.float16 else np.float32(value))
     return int(np.asarray(value).astype(np.int64).astype(dtype))
 
 
@@ -206,6 +208,10 @@ class TileEmitter:
             compute_format(v.dtype)  # refuses what the vector unit cannot hold
         match v:
             case L.Constant(value=c):
+                if np.dtype(v.dtype).kind == "f" and np.isfinite(c) \
+                        and not np.isfinite(np.float32(np.float16(c) if v.dtype == np.float16 else c)):
+                    # 1e40 is inf in fp32: x * 1e40 would be NaN where x is 0, NumPy's 0
+                    raise Unmappable(f"the constant {c!r} is beyond fp32's range")
                 return _as_scalar(c, v.dtype)
             case L.Load(buffer=b):
                 if b in self.computed:
@@ -237,7 +243,14 @@ class TileEmitter:
 
     def _cast(self, key: L.Cast, a, src: np.dtype, dst: np.dtype):
         if src.kind == "f" and dst.kind == "f":
-            return a  # the vector unit computes in fp32 either way
+            if dst != np.float16 or src == np.float16:
+                return a  # the vector unit computes in fp32 either way
+            if is_scalar(a):
+                return _as_scalar(a, dst)
+            tile, shape = a  # narrowed to float16: rounded as NumPy's astype rounds
+            out = self.tile(key, shape, value_format(dst))
+            self.emit(VectorUnary("copy", out, tile))
+            return out, shape
         if dst == bool:  # x.astype(bool) is x != 0
             return self._binary(key, "ne", a, 0.0 if src.kind == "f" else 0, dst)
         if src.kind == "f":
@@ -333,8 +346,13 @@ class TileEmitter:
 
 
 def value_format(dtype: np.dtype) -> str:
-    """A computed value's format; an int64 value got here only if it fits int32."""
-    return "int32" if np.dtype(dtype) == np.int64 else compute_format(dtype)
+    """A computed value's format; an int64 value got here only if it fits int32.  A
+    float16 value is stored as fp16: NumPy rounds each float16 op's result to
+    float16 (300 * 300 is inf there), so the card rounds it on the same store."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float16:
+        return "fp16"
+    return "int32" if dtype == np.int64 else compute_format(dtype)
 
 
 def _covers(wide: Shape, narrow: Shape) -> bool:
