@@ -149,11 +149,11 @@ class OptimizedFunction:
         if self._bound:  # a method, an object, a partial: its own arguments first
             args, kwargs = self.target.bind(args, kwargs)
         try:
-            if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
-                return profiler_hooks.active.call_compiled(self, args, kwargs)
-            if numpy_errors_raise():
+            if numpy_errors_raise():  # profiled or not: compiled code would not raise
                 return self._run_as_python(args, kwargs, "called while NumPy's error state raises "
                                            "(np.seterr): compiled code would not raise")
+            if profiler_hooks.active is not None:  # the only cost of the profiler when it is off
+                return profiler_hooks.active.call_compiled(self, args, kwargs)
             try:
                 L = self._bind(*args, **kwargs)
             except TypeError:

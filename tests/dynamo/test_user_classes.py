@@ -456,6 +456,8 @@ def test_a_call_while_numpy_errors_raise_runs_as_python(backend):
     assert len(compiled.cache) == 1
     with np.errstate(all="raise"), pytest.raises(mc.GraphBreakError, match="error state raises"):
         mc.compile(divides, backend=backend, fullgraph=True)(x + 1, y + 1)
+    with mc.profile(), np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        compiled(x, y)  # a profiled call too: the profile's own path checks the error state first
 
 
 # -- property test: class hierarchies and ways of calling them -----------------------------------
