@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-
 from .. import graph_id, ir, logs
 from ..ir.graph import copy_calls
 from ..ir.passes import dead_code_elimination
